@@ -1,0 +1,1 @@
+//! Embedded pod autoscalers (HPA autoscaling/v2 and Watermark Pod Autoscaler).

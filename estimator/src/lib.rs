@@ -1,0 +1,1 @@
+//! Binpacking estimator (to be written).

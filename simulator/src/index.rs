@@ -1,0 +1,191 @@
+//! The topology index: counters that answer inter-pod affinity and topology spread questions
+//! without scanning every pod.
+//!
+//! Upstream's inter-pod affinity predicate re-counts matching pods over the whole cluster for
+//! every scheduling attempt, which is why it is "1000× slower" than the other predicates. Here
+//! each distinct term (selector + namespaces + topology key) is registered once and its counts
+//! per topology domain and per node are kept up to date on every pod add and remove, so a
+//! check is a hash lookup. Terms are bucketed by a `key=value` every match must carry, so adding
+//! a pod only tests the terms that could match it.
+//!
+//! The index is updated by the snapshot's mutations (including undo), so it is always exact for
+//! the snapshot's current state, inside forks too.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::labels::Labels;
+use crate::node::NodeInfo;
+use crate::pod::{NamespaceSet, PodInfo, PodTerm, TermKind};
+use crate::snapshot::NodeId;
+use crate::well_known::NAMESPACE_NAME_LABEL;
+
+pub(crate) type TermId = usize;
+
+/// Pods matching one term, counted per topology domain (value of the term's topology key on the
+/// pod's node) and per node.
+#[derive(Debug)]
+pub(crate) struct TermCounts {
+    pub term: Arc<PodTerm>,
+    pub per_domain: HashMap<String, u32>,
+    pub per_node: HashMap<NodeId, u32>,
+    /// Matching pods on nodes that carry the topology key.
+    pub total_in_domains: u32,
+}
+
+/// Existing pods carrying one required anti-affinity term, counted per domain of their node.
+/// Used for the symmetric check: an incoming pod must not land in a domain where an existing
+/// pod's anti-affinity term matches it.
+#[derive(Debug)]
+pub(crate) struct CarrierCounts {
+    pub term: Arc<PodTerm>,
+    pub per_domain: HashMap<String, u32>,
+    pub total: u32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct TopologyIndex {
+    pub terms: Vec<TermCounts>,
+    term_ids: HashMap<Arc<PodTerm>, TermId>,
+    /// label key → label value → terms requiring `key=value`.
+    buckets: HashMap<String, HashMap<String, Vec<TermId>>>,
+    /// Terms without a required equality: tested against every pod.
+    unbucketed: Vec<TermId>,
+    pub carriers: Vec<CarrierCounts>,
+    carrier_ids: HashMap<Arc<PodTerm>, usize>,
+    /// Registered topology keys → domain value → number of live nodes in that domain.
+    pub domains: HashMap<String, HashMap<String, u32>>,
+}
+
+pub(crate) fn namespace_matches(set: &NamespaceSet, namespace: &str, labels: &HashMap<String, Labels>) -> bool {
+    if set.names.iter().any(|n| n == namespace) {
+        return true;
+    }
+    let Some(selector) = set.selector.as_ref() else { return false };
+    match labels.get(namespace) {
+        Some(l) => selector.matches(Some(l)),
+        None => {
+            let fallback: Labels = [(NAMESPACE_NAME_LABEL.to_string(), namespace.to_string())].into();
+            selector.matches(Some(&fallback))
+        }
+    }
+}
+
+pub(crate) fn term_matches_pod(term: &PodTerm, pod: &PodInfo, ns_labels: &HashMap<String, Labels>) -> bool {
+    if term.kind == TermKind::Spread && pod.terminating {
+        return false;
+    }
+    term.selector.matches(pod.labels()) && namespace_matches(&term.namespaces, pod.namespace(), ns_labels)
+}
+
+fn bump(map: &mut HashMap<String, u32>, key: &str, up: bool) {
+    if up {
+        *map.entry(key.to_string()).or_insert(0) += 1;
+    } else if let Some(c) = map.get_mut(key) {
+        *c -= 1;
+        if *c == 0 {
+            map.remove(key);
+        }
+    }
+}
+
+impl TopologyIndex {
+    pub fn term_id(&self, term: &PodTerm) -> Option<TermId> {
+        self.term_ids.get(term).copied()
+    }
+
+    /// Registers a term whose initial counts the caller computed by scanning the snapshot.
+    pub fn insert_term(&mut self, counts: TermCounts) -> TermId {
+        let id = self.terms.len();
+        match counts.term.selector.required_equality() {
+            Some((k, v)) => {
+                self.buckets.entry(k.to_string()).or_default().entry(v.to_string()).or_default().push(id);
+            }
+            None => self.unbucketed.push(id),
+        }
+        self.term_ids.insert(counts.term.clone(), id);
+        self.terms.push(counts);
+        id
+    }
+
+    pub fn insert_domain_key(&mut self, key: String, counts: HashMap<String, u32>) {
+        self.domains.insert(key, counts);
+    }
+
+    fn candidate_terms<'a>(&'a self, pod: &'a PodInfo) -> impl Iterator<Item = TermId> + 'a {
+        let bucketed = pod.labels().into_iter().flatten().flat_map(move |(k, v)| {
+            self.buckets.get(k).and_then(|by_value| by_value.get(v)).into_iter().flatten().copied()
+        });
+        bucketed.chain(self.unbucketed.iter().copied())
+    }
+
+    fn update_pod(&mut self, pod: &PodInfo, node_id: NodeId, node: &NodeInfo, ns_labels: &HashMap<String, Labels>, up: bool) {
+        if !self.terms.is_empty() {
+            let matching: Vec<TermId> =
+                self.candidate_terms(pod).filter(|id| term_matches_pod(&self.terms[*id].term, pod, ns_labels)).collect();
+            for id in matching {
+                let entry = &mut self.terms[id];
+                let per_node = entry.per_node.entry(node_id).or_insert(0);
+                if up {
+                    *per_node += 1;
+                } else {
+                    *per_node -= 1;
+                    if *per_node == 0 {
+                        entry.per_node.remove(&node_id);
+                    }
+                }
+                if let Some(value) = node.label(&entry.term.topology_key) {
+                    bump(&mut entry.per_domain, value, up);
+                    if up {
+                        entry.total_in_domains += 1;
+                    } else {
+                        entry.total_in_domains -= 1;
+                    }
+                }
+            }
+        }
+        for term in &pod.anti_affinity_terms {
+            let id = match self.carrier_ids.get(term) {
+                Some(id) => *id,
+                None => {
+                    self.carriers.push(CarrierCounts { term: term.clone(), per_domain: HashMap::new(), total: 0 });
+                    self.carrier_ids.insert(term.clone(), self.carriers.len() - 1);
+                    self.carriers.len() - 1
+                }
+            };
+            if let Some(value) = node.label(&term.topology_key) {
+                let entry = &mut self.carriers[id];
+                bump(&mut entry.per_domain, value, up);
+                if up {
+                    entry.total += 1;
+                } else {
+                    entry.total -= 1;
+                }
+            }
+        }
+    }
+
+    pub fn pod_added(&mut self, pod: &PodInfo, node_id: NodeId, node: &NodeInfo, ns_labels: &HashMap<String, Labels>) {
+        self.update_pod(pod, node_id, node, ns_labels, true);
+    }
+
+    pub fn pod_removed(&mut self, pod: &PodInfo, node_id: NodeId, node: &NodeInfo, ns_labels: &HashMap<String, Labels>) {
+        self.update_pod(pod, node_id, node, ns_labels, false);
+    }
+
+    pub fn node_added(&mut self, node: &NodeInfo) {
+        for (key, counts) in self.domains.iter_mut() {
+            if let Some(value) = node.label(key) {
+                bump(counts, value, true);
+            }
+        }
+    }
+
+    pub fn node_removed(&mut self, node: &NodeInfo) {
+        for (key, counts) in self.domains.iter_mut() {
+            if let Some(value) = node.label(key) {
+                bump(counts, value, false);
+            }
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! Resource amounts held as integers (cpu in millicores, everything else in whole units) and
+//! pod requests computed the way kube-scheduler computes them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::quantity::{QuantityError, format_bytes, format_milli, parse_milli, parse_value};
+
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+pub const PODS: &str = "pods";
+pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
+
+/// A set of resource amounts. The four core resources have fields; any other resource
+/// (`nvidia.com/gpu`, `hugepages-2Mi`, vendor devices) lives in `extended`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Resources {
+    pub cpu_millis: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pods: i64,
+    pub extended: BTreeMap<String, i64>,
+}
+
+impl Resources {
+    /// Reads a Kubernetes resource list (`requests`, `allocatable`, `capacity`).
+    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Result<Self, QuantityError> {
+        let mut r = Resources::default();
+        for (name, quantity) in list {
+            r.set(name, &quantity.0)?;
+        }
+        Ok(r)
+    }
+
+    /// Reads a resource list, ignoring unparsable entries (used where the API server already
+    /// validated the object, so a bad value can only come from a hand-edited dump).
+    pub fn from_list_lossy(list: Option<&BTreeMap<String, Quantity>>) -> Self {
+        let mut r = Resources::default();
+        for (name, quantity) in list.into_iter().flatten() {
+            let _ = r.set(name, &quantity.0);
+        }
+        r
+    }
+
+    fn set(&mut self, name: &str, quantity: &str) -> Result<(), QuantityError> {
+        match name {
+            CPU => self.cpu_millis = parse_milli(quantity)?,
+            MEMORY => self.memory = parse_value(quantity)?,
+            EPHEMERAL_STORAGE => self.ephemeral_storage = parse_value(quantity)?,
+            PODS => self.pods = parse_value(quantity)?,
+            other => {
+                let v = parse_value(quantity)?;
+                if v != 0 {
+                    self.extended.insert(other.to_string(), v);
+                } else {
+                    self.extended.remove(other);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The amount of one resource (cpu in millicores).
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            CPU => self.cpu_millis,
+            MEMORY => self.memory,
+            EPHEMERAL_STORAGE => self.ephemeral_storage,
+            PODS => self.pods,
+            other => self.extended.get(other).copied().unwrap_or(0),
+        }
+    }
+
+    pub fn add(&mut self, other: &Resources) {
+        self.cpu_millis += other.cpu_millis;
+        self.memory += other.memory;
+        self.ephemeral_storage += other.ephemeral_storage;
+        self.pods += other.pods;
+        for (k, v) in &other.extended {
+            *self.extended.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+
+    pub fn sub(&mut self, other: &Resources) {
+        self.cpu_millis -= other.cpu_millis;
+        self.memory -= other.memory;
+        self.ephemeral_storage -= other.ephemeral_storage;
+        self.pods -= other.pods;
+        for (k, v) in &other.extended {
+            let e = self.extended.entry(k.clone()).or_insert(0);
+            *e -= v;
+            if *e == 0 {
+                self.extended.remove(k);
+            }
+        }
+    }
+
+    /// Per-resource maximum (used for init containers).
+    pub fn max_with(&mut self, other: &Resources) {
+        self.cpu_millis = self.cpu_millis.max(other.cpu_millis);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.pods = self.pods.max(other.pods);
+        for (k, v) in &other.extended {
+            let e = self.extended.entry(k.clone()).or_insert(0);
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// Names of the resources this request would exceed on a node with `allocatable` of which
+    /// `used` is taken. Requests of zero never fail, as in kube-scheduler.
+    pub fn insufficient(&self, used: &Resources, allocatable: &Resources) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |name: &str, want: i64| {
+            if want > 0 && used.get(name) + want > allocatable.get(name) {
+                out.push(name.to_string());
+            }
+        };
+        check(CPU, self.cpu_millis);
+        check(MEMORY, self.memory);
+        check(EPHEMERAL_STORAGE, self.ephemeral_storage);
+        for (k, v) in &self.extended {
+            check(k, *v);
+        }
+        out
+    }
+
+    /// Whether this request fits, without building the list of failures.
+    pub fn fits(&self, used: &Resources, allocatable: &Resources) -> bool {
+        let ok = |want: i64, used: i64, alloc: i64| want <= 0 || used + want <= alloc;
+        ok(self.cpu_millis, used.cpu_millis, allocatable.cpu_millis)
+            && ok(self.memory, used.memory, allocatable.memory)
+            && ok(self.ephemeral_storage, used.ephemeral_storage, allocatable.ephemeral_storage)
+            && self.extended.iter().all(|(k, v)| ok(*v, used.get(k), allocatable.get(k)))
+    }
+
+    /// Human-readable form for reports: `cpu=1500m memory=2Gi nvidia.com/gpu=1`.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("cpu={}", format_milli(self.cpu_millis)), format!("memory={}", format_bytes(self.memory))];
+        if self.ephemeral_storage != 0 {
+            parts.push(format!("ephemeral-storage={}", format_bytes(self.ephemeral_storage)));
+        }
+        for (k, v) in &self.extended {
+            parts.push(format!("{k}={v}"));
+        }
+        parts.join(" ")
+    }
+}
+
+/// A container's requests. The API server copies limits into missing requests; a dump from a
+/// real cluster already has that done, hand-written objects may not, so we do it here too.
+fn container_requests(container: &Container) -> Resources {
+    let Some(res) = container.resources.as_ref() else { return Resources::default() };
+    let mut out = Resources::from_list_lossy(res.limits.as_ref());
+    let requests = Resources::from_list_lossy(res.requests.as_ref());
+    if let Some(req) = res.requests.as_ref() {
+        for name in req.keys() {
+            match name.as_str() {
+                CPU => out.cpu_millis = requests.cpu_millis,
+                MEMORY => out.memory = requests.memory,
+                EPHEMERAL_STORAGE => out.ephemeral_storage = requests.ephemeral_storage,
+                PODS => out.pods = requests.pods,
+                other => match requests.extended.get(other) {
+                    Some(v) => {
+                        out.extended.insert(other.to_string(), *v);
+                    }
+                    None => {
+                        out.extended.remove(other);
+                    }
+                },
+            }
+        }
+    }
+    out
+}
+
+fn is_restartable_init_container(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some("Always")
+}
+
+/// The pod's requests as the scheduler counts them: the larger of (app containers + sidecar
+/// init containers) and the peak during init (each plain init container plus the sidecars
+/// started before it), plus the pod overhead. `pods` is always 1.
+pub fn pod_requests(pod: &Pod) -> Resources {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Resources { pods: 1, ..Default::default() };
+    };
+    let mut app = Resources::default();
+    for c in &spec.containers {
+        app.add(&container_requests(c));
+    }
+    let mut sidecars = Resources::default();
+    let mut init_peak = Resources::default();
+    for c in spec.init_containers.iter().flatten() {
+        let req = container_requests(c);
+        if is_restartable_init_container(c) {
+            sidecars.add(&req);
+            init_peak.max_with(&sidecars);
+        } else {
+            let mut during = req;
+            during.add(&sidecars);
+            init_peak.max_with(&during);
+        }
+    }
+    app.add(&sidecars);
+    app.max_with(&init_peak);
+    if let Some(overhead) = spec.overhead.as_ref() {
+        app.add(&Resources::from_list_lossy(Some(overhead)));
+    }
+    app.pods = 1;
+    app
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap()
+    }
+
+    #[test]
+    fn sums_app_containers() {
+        let p = pod(json!({"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "250m", "nvidia.com/gpu": "1"}}}
+        ]}));
+        let r = pod_requests(&p);
+        assert_eq!(r.cpu_millis, 350);
+        assert_eq!(r.memory, 1 << 30);
+        assert_eq!(r.get(NVIDIA_GPU), 1);
+        assert_eq!(r.pods, 1);
+    }
+
+    #[test]
+    fn largest_plain_init_container_wins_when_larger() {
+        let p = pod(json!({
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]
+        }));
+        let r = pod_requests(&p);
+        assert_eq!(r.cpu_millis, 2000);
+        assert_eq!(r.memory, 1 << 30);
+    }
+
+    #[test]
+    fn sidecar_init_containers_add_to_app_containers() {
+        // sidecar 200m runs alongside; the plain init container after it peaks at 1 + 0.2.
+        let p = pod(json!({
+            "initContainers": [
+                {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "200m"}}},
+                {"name": "migrate", "resources": {"requests": {"cpu": "1"}}}
+            ],
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "500m"}}}]
+        }));
+        assert_eq!(pod_requests(&p).cpu_millis, 1200);
+        let p = pod(json!({
+            "initContainers": [
+                {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "200m"}}},
+                {"name": "small", "resources": {"requests": {"cpu": "100m"}}}
+            ],
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "500m"}}}]
+        }));
+        assert_eq!(pod_requests(&p).cpu_millis, 700);
+    }
+
+    #[test]
+    fn plain_init_before_sidecar_does_not_count_sidecar() {
+        let p = pod(json!({
+            "initContainers": [
+                {"name": "first", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "200m"}}}
+            ],
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}]
+        }));
+        assert_eq!(pod_requests(&p).cpu_millis, 1000);
+    }
+
+    #[test]
+    fn overhead_is_added() {
+        let p = pod(json!({
+            "overhead": {"cpu": "250m", "memory": "120Mi"},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
+        }));
+        let r = pod_requests(&p);
+        assert_eq!(r.cpu_millis, 1250);
+        assert_eq!(r.memory, (1 << 30) + 120 * (1 << 20));
+    }
+
+    #[test]
+    fn limits_default_missing_requests() {
+        let p = pod(json!({"containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "300m"}}}
+        ]}));
+        let r = pod_requests(&p);
+        assert_eq!(r.cpu_millis, 300);
+        assert_eq!(r.memory, 2 << 30);
+    }
+
+    #[test]
+    fn insufficient_names_each_resource() {
+        let alloc = Resources { cpu_millis: 1000, memory: 1000, pods: 10, ..Default::default() };
+        let used = Resources { cpu_millis: 900, ..Default::default() };
+        let mut want = Resources { cpu_millis: 200, memory: 10, ..Default::default() };
+        want.extended.insert(NVIDIA_GPU.into(), 1);
+        assert_eq!(want.insufficient(&used, &alloc), vec!["cpu".to_string(), NVIDIA_GPU.to_string()]);
+        assert!(!want.fits(&used, &alloc));
+    }
+}

@@ -1,0 +1,71 @@
+//! Finding a node for a pod in the snapshot.
+//!
+//! Like upstream's hinting simulator, a search starts where the previous successful search
+//! ended: when many similar pods are placed one after the other, each search is O(1) amortized
+//! instead of rescanning the full nodes from the start.
+
+use std::sync::Arc;
+
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+use crate::predicates::Unfit;
+use crate::snapshot::{ClusterSnapshot, NodeId, SnapshotError};
+
+/// A rotating start position for node searches.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchHint {
+    next: usize,
+}
+
+impl ClusterSnapshot {
+    /// The first node (from the hint, wrapping around) that `accept`s and passes every predicate.
+    pub fn find_node_for(
+        &mut self,
+        pod: &PodInfo,
+        hint: &mut SearchHint,
+        mut accept: impl FnMut(NodeId, &NodeInfo) -> bool,
+    ) -> Option<NodeId> {
+        let prepared = self.prepare(pod);
+        let bound = self.id_bound();
+        if bound == 0 {
+            return None;
+        }
+        let start = hint.next % bound;
+        for offset in 0..bound {
+            let index = (start + offset) % bound;
+            let Some((id, node)) = self.node_at(index) else { continue };
+            if accept(id, node) && self.check(&prepared, id).is_ok() {
+                hint.next = index;
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Places the pod on the first fitting node and returns that node.
+    pub fn schedule_anywhere(
+        &mut self,
+        pod: Arc<PodInfo>,
+        hint: &mut SearchHint,
+        accept: impl FnMut(NodeId, &NodeInfo) -> bool,
+    ) -> Result<Option<NodeId>, SnapshotError> {
+        match self.find_node_for(&pod, hint, accept) {
+            Some(id) => {
+                self.add_pod(pod, id)?;
+                Ok(Some(id))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Checks the pod on one node and places it there when it fits.
+    pub fn schedule_on(&mut self, pod: Arc<PodInfo>, node: NodeId) -> Result<Result<(), Unfit>, SnapshotError> {
+        match self.check_pod(&pod, node) {
+            Ok(()) => {
+                self.add_pod(pod, node)?;
+                Ok(Ok(()))
+            }
+            Err(unfit) => Ok(Err(unfit)),
+        }
+    }
+}

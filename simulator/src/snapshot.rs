@@ -1,0 +1,369 @@
+//! `ClusterSnapshot`: the simulated cluster (nodes and the pods placed on them) with cheap
+//! what-ifs.
+//!
+//! Every mutation is applied in place and recorded in an undo log. `fork()` marks the log,
+//! `revert()` undoes back to the mark, `commit()` drops the mark; all three cost O(change),
+//! never O(cluster), and reads never look through layers.
+//!
+//! The snapshot also keeps a topology index (see `index.rs`) so that inter-pod affinity and
+//! topology spread are answered from counters instead of scans over every pod.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Namespace, Node};
+
+use crate::index::TopologyIndex;
+use crate::labels::Labels;
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+use crate::well_known::NAMESPACE_NAME_LABEL;
+
+/// Stable handle of a node in one snapshot. Ids are never reused within a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SnapshotError {
+    #[error("node {0} already exists in the snapshot")]
+    DuplicateNode(String),
+    #[error("node {0} not found in the snapshot")]
+    NodeNotFound(String),
+    #[error("pod {0} already exists in the snapshot")]
+    DuplicatePod(String),
+    #[error("pod {0} not found in the snapshot")]
+    PodNotFound(String),
+}
+
+#[derive(Debug)]
+enum Undo {
+    PodAdded { node: NodeId },
+    PodRemoved { node: NodeId, position: usize, pod: Arc<PodInfo> },
+    NodeAdded { node: NodeId },
+    NodeRemoved { node: NodeId, info: Box<NodeInfo> },
+    MarkedToBeDeleted { node: NodeId, before: bool },
+}
+
+#[derive(Debug, Default)]
+pub struct ClusterSnapshot {
+    nodes: Vec<Option<NodeInfo>>,
+    by_name: HashMap<Arc<str>, NodeId>,
+    pod_location: HashMap<Arc<str>, NodeId>,
+    namespace_labels: HashMap<String, Labels>,
+    pub(crate) index: TopologyIndex,
+    undo: Vec<Undo>,
+    marks: Vec<usize>,
+    live_nodes: usize,
+}
+
+impl ClusterSnapshot {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Namespace labels, for `namespaceSelector` in pod affinity terms. Namespaces without an
+    /// object still carry their automatic `kubernetes.io/metadata.name` label.
+    pub fn set_namespaces<'a>(&mut self, namespaces: impl IntoIterator<Item = &'a Namespace>) {
+        for ns in namespaces {
+            let name = ns.metadata.name.clone().unwrap_or_default();
+            let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+            labels.entry(NAMESPACE_NAME_LABEL.to_string()).or_insert_with(|| name.clone());
+            self.namespace_labels.insert(name, labels);
+        }
+    }
+
+    pub(crate) fn namespace_labels(&self) -> &HashMap<String, Labels> {
+        &self.namespace_labels
+    }
+
+    // ----- reads -----
+
+    pub fn node_count(&self) -> usize {
+        self.live_nodes
+    }
+
+    /// Upper bound (exclusive) of node ids, for iteration with `node_at`.
+    pub fn id_bound(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn node_at(&self, index: usize) -> Option<(NodeId, &NodeInfo)> {
+        self.nodes.get(index).and_then(|n| n.as_ref()).map(|n| (NodeId(index as u32), n))
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&NodeInfo> {
+        self.nodes.get(id.index()).and_then(Option::as_ref)
+    }
+
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn node_by_name(&self, name: &str) -> Option<&NodeInfo> {
+        self.node_id(name).and_then(|id| self.node(id))
+    }
+
+    /// Live nodes in insertion order.
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &NodeInfo)> {
+        self.nodes.iter().enumerate().filter_map(|(i, n)| n.as_ref().map(|n| (NodeId(i as u32), n)))
+    }
+
+    pub fn pod_node(&self, pod_key: &str) -> Option<NodeId> {
+        self.pod_location.get(pod_key).copied()
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pod_location.len()
+    }
+
+    // ----- what-ifs -----
+
+    /// Starts a what-if; nest freely.
+    pub fn fork(&mut self) {
+        self.marks.push(self.undo.len());
+    }
+
+    /// Undoes everything since the matching `fork()`.
+    pub fn revert(&mut self) {
+        let mark = self.marks.pop().expect("revert without fork");
+        while self.undo.len() > mark {
+            let entry = self.undo.pop().expect("undo entry");
+            self.apply_undo(entry);
+        }
+    }
+
+    /// Keeps everything since the matching `fork()` (it becomes part of the outer what-if).
+    pub fn commit(&mut self) {
+        self.marks.pop().expect("commit without fork");
+        if self.marks.is_empty() {
+            self.undo.clear();
+        }
+    }
+
+    pub fn fork_depth(&self) -> usize {
+        self.marks.len()
+    }
+
+    fn record(&mut self, entry: Undo) {
+        if !self.marks.is_empty() {
+            self.undo.push(entry);
+        }
+    }
+
+    fn apply_undo(&mut self, entry: Undo) {
+        match entry {
+            Undo::PodAdded { node } => {
+                let info = self.nodes[node.index()].as_mut().expect("live node");
+                let position = info.pods.len() - 1;
+                let pod = info.take_pod(position);
+                self.pod_location.remove(&pod.key);
+                let info = self.nodes[node.index()].as_ref().expect("live node");
+                self.index.pod_removed(&pod, node, info, &self.namespace_labels);
+            }
+            Undo::PodRemoved { node, position, pod } => {
+                self.pod_location.insert(pod.key.clone(), node);
+                let info = self.nodes[node.index()].as_mut().expect("live node");
+                info.insert_pod(position, pod.clone());
+                let info = self.nodes[node.index()].as_ref().expect("live node");
+                self.index.pod_added(&pod, node, info, &self.namespace_labels);
+            }
+            Undo::NodeAdded { node } => {
+                let info = self.nodes[node.index()].take().expect("live node");
+                debug_assert!(info.pods.is_empty());
+                self.by_name.remove(&info.name);
+                self.index.node_removed(&info);
+                self.live_nodes -= 1;
+                if node.index() + 1 == self.nodes.len() {
+                    self.nodes.pop();
+                }
+            }
+            Undo::NodeRemoved { node, info } => {
+                self.restore_node(node, *info);
+            }
+            Undo::MarkedToBeDeleted { node, before } => {
+                if let Some(n) = self.nodes[node.index()].as_mut() {
+                    n.to_be_deleted = before;
+                }
+            }
+        }
+    }
+
+    // ----- mutations -----
+
+    /// Adds a node without pods.
+    pub fn add_node(&mut self, node: Arc<Node>) -> Result<NodeId, SnapshotError> {
+        self.add_node_info(NodeInfo::new(node))
+    }
+
+    /// Adds a node together with the pods already in its `NodeInfo` (e.g. a template's
+    /// DaemonSet pods).
+    pub fn add_node_info(&mut self, mut info: NodeInfo) -> Result<NodeId, SnapshotError> {
+        if self.by_name.contains_key(&info.name) {
+            return Err(SnapshotError::DuplicateNode(info.name.to_string()));
+        }
+        let pods = std::mem::take(&mut info.pods);
+        info.requested = Default::default();
+        info.used_ports.clear();
+        let id = NodeId(self.nodes.len() as u32);
+        self.by_name.insert(info.name.clone(), id);
+        self.index.node_added(&info);
+        self.nodes.push(Some(info));
+        self.live_nodes += 1;
+        self.record(Undo::NodeAdded { node: id });
+        for pod in pods {
+            self.add_pod(pod, id)?;
+        }
+        Ok(id)
+    }
+
+    fn restore_node(&mut self, id: NodeId, mut info: NodeInfo) {
+        let pods = std::mem::take(&mut info.pods);
+        info.requested = Default::default();
+        info.used_ports.clear();
+        self.by_name.insert(info.name.clone(), id);
+        self.index.node_added(&info);
+        self.nodes[id.index()] = Some(info);
+        self.live_nodes += 1;
+        for pod in pods {
+            self.pod_location.insert(pod.key.clone(), id);
+            let info = self.nodes[id.index()].as_mut().expect("live node");
+            info.push_pod(pod.clone());
+            let info = self.nodes[id.index()].as_ref().expect("live node");
+            self.index.pod_added(&pod, id, info, &self.namespace_labels);
+        }
+    }
+
+    /// Removes a node and its pods.
+    pub fn remove_node(&mut self, id: NodeId) -> Result<(), SnapshotError> {
+        let Some(info) = self.nodes.get_mut(id.index()).and_then(Option::take) else {
+            return Err(SnapshotError::NodeNotFound(format!("#{}", id.0)));
+        };
+        for pod in &info.pods {
+            self.pod_location.remove(&pod.key);
+            self.index.pod_removed(pod, id, &info, &self.namespace_labels);
+        }
+        self.index.node_removed(&info);
+        self.by_name.remove(&info.name);
+        self.live_nodes -= 1;
+        self.record(Undo::NodeRemoved { node: id, info: Box::new(info) });
+        Ok(())
+    }
+
+    /// Places a pod on a node. No predicate is checked here: callers decide that.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>, node: NodeId) -> Result<(), SnapshotError> {
+        if self.pod_location.contains_key(&pod.key) {
+            return Err(SnapshotError::DuplicatePod(pod.key.to_string()));
+        }
+        let Some(info) = self.nodes.get_mut(node.index()).and_then(Option::as_mut) else {
+            return Err(SnapshotError::NodeNotFound(format!("#{}", node.0)));
+        };
+        info.push_pod(pod.clone());
+        self.pod_location.insert(pod.key.clone(), node);
+        let info = self.nodes[node.index()].as_ref().expect("live node");
+        self.index.pod_added(&pod, node, info, &self.namespace_labels);
+        self.record(Undo::PodAdded { node });
+        Ok(())
+    }
+
+    /// Removes a pod from wherever it is placed and returns it.
+    pub fn remove_pod(&mut self, pod_key: &str) -> Result<Arc<PodInfo>, SnapshotError> {
+        let node = self.pod_location.get(pod_key).copied().ok_or_else(|| SnapshotError::PodNotFound(pod_key.to_string()))?;
+        let info = self.nodes[node.index()].as_mut().expect("live node");
+        let position = info.pods.iter().position(|p| &*p.key == pod_key).expect("pod location is consistent");
+        let pod = info.take_pod(position);
+        self.pod_location.remove(pod_key);
+        let info = self.nodes[node.index()].as_ref().expect("live node");
+        self.index.pod_removed(&pod, node, info, &self.namespace_labels);
+        if !self.marks.is_empty() {
+            // A removal undone inside a fork must restore the same order of pods.
+            self.undo.push(Undo::PodRemoved { node, position, pod: pod.clone() });
+        }
+        Ok(pod)
+    }
+
+    /// Marks a node as being deleted: it keeps its place (and its topology domain) but accepts
+    /// no new pods, like a node carrying the ToBeDeleted taint.
+    pub fn mark_to_be_deleted(&mut self, id: NodeId) -> Result<(), SnapshotError> {
+        let Some(info) = self.nodes.get_mut(id.index()).and_then(Option::as_mut) else {
+            return Err(SnapshotError::NodeNotFound(format!("#{}", id.0)));
+        };
+        let before = info.to_be_deleted;
+        info.to_be_deleted = true;
+        self.record(Undo::MarkedToBeDeleted { node: id, before });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod};
+
+    #[test]
+    fn fork_revert_restores_nodes_and_pods() {
+        let mut s = ClusterSnapshot::new();
+        let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p1", "1", "1Gi")))), a).unwrap();
+        s.fork();
+        let b = s.add_node(Arc::new(node("b", "4", "8Gi"))).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p2", "1", "1Gi")))), b).unwrap();
+        s.remove_pod("default/p1").unwrap();
+        s.remove_node(a).unwrap();
+        assert_eq!(s.node_count(), 1);
+        s.revert();
+        assert_eq!(s.node_count(), 1 + 0 + 0); // only `a` remains after revert
+        assert!(s.node_by_name("b").is_none());
+        let a_info = s.node_by_name("a").unwrap();
+        assert_eq!(a_info.pods.len(), 1);
+        assert_eq!(a_info.requested.cpu_millis, 1000);
+        assert_eq!(s.pod_node("default/p1"), Some(a));
+        assert_eq!(s.pod_node("default/p2"), None);
+    }
+
+    #[test]
+    fn commit_keeps_changes_and_nested_revert_only_undoes_inner() {
+        let mut s = ClusterSnapshot::new();
+        s.fork();
+        let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
+        s.fork();
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p1", "1", "1Gi")))), a).unwrap();
+        s.commit();
+        s.fork();
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p2", "1", "1Gi")))), a).unwrap();
+        s.revert();
+        assert_eq!(s.node_by_name("a").unwrap().pods.len(), 1);
+        s.revert();
+        assert_eq!(s.node_count(), 0);
+        assert_eq!(s.pod_count(), 0);
+    }
+
+    #[test]
+    fn removal_revert_preserves_pod_order() {
+        let mut s = ClusterSnapshot::new();
+        let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
+        for name in ["p1", "p2", "p3"] {
+            s.add_pod(Arc::new(PodInfo::new(Arc::new(pod(name, "100m", "1Mi")))), a).unwrap();
+        }
+        s.fork();
+        s.remove_pod("default/p2").unwrap();
+        s.revert();
+        let order: Vec<_> = s.node(a).unwrap().pods.iter().map(|p| p.key.to_string()).collect();
+        assert_eq!(order, ["default/p1", "default/p2", "default/p3"]);
+    }
+
+    #[test]
+    fn duplicates_are_rejected() {
+        let mut s = ClusterSnapshot::new();
+        let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
+        assert!(matches!(s.add_node(Arc::new(node("a", "4", "8Gi"))), Err(SnapshotError::DuplicateNode(_))));
+        let p = Arc::new(PodInfo::new(Arc::new(pod("p1", "1", "1Gi"))));
+        s.add_pod(p.clone(), a).unwrap();
+        assert!(matches!(s.add_pod(p, a), Err(SnapshotError::DuplicatePod(_))));
+    }
+}

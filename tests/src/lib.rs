@@ -1,0 +1,1 @@
+//! Shared fixtures for the end-to-end tests in `tests/tests/`.
