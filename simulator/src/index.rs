@@ -119,10 +119,19 @@ impl TopologyIndex {
         bucketed.chain(self.unbucketed.iter().copied())
     }
 
-    fn update_pod(&mut self, pod: &PodInfo, node_id: NodeId, node: &NodeInfo, ns_labels: &HashMap<String, Labels>, up: bool) {
+    fn update_pod(
+        &mut self,
+        pod: &PodInfo,
+        node_id: NodeId,
+        node: &NodeInfo,
+        ns_labels: &HashMap<String, Labels>,
+        up: bool,
+    ) {
         if !self.terms.is_empty() {
-            let matching: Vec<TermId> =
-                self.candidate_terms(pod).filter(|id| term_matches_pod(&self.terms[*id].term, pod, ns_labels)).collect();
+            let matching: Vec<TermId> = self
+                .candidate_terms(pod)
+                .filter(|id| term_matches_pod(&self.terms[*id].term, pod, ns_labels))
+                .collect();
             for id in matching {
                 let entry = &mut self.terms[id];
                 let per_node = entry.per_node.entry(node_id).or_insert(0);
@@ -169,7 +178,13 @@ impl TopologyIndex {
         self.update_pod(pod, node_id, node, ns_labels, true);
     }
 
-    pub fn pod_removed(&mut self, pod: &PodInfo, node_id: NodeId, node: &NodeInfo, ns_labels: &HashMap<String, Labels>) {
+    pub fn pod_removed(
+        &mut self,
+        pod: &PodInfo,
+        node_id: NodeId,
+        node: &NodeInfo,
+        ns_labels: &HashMap<String, Labels>,
+    ) {
         self.update_pod(pod, node_id, node, ns_labels, false);
     }
 

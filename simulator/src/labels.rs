@@ -182,9 +182,7 @@ impl NodeSelectorMatcher {
         let labels = node.metadata.labels.as_ref();
         let name = node.metadata.name.as_deref();
         self.terms.iter().any(|t| {
-            t.valid
-                && t.labels.iter().all(|r| r.matches(labels))
-                && t.fields.iter().all(|r| r.matches_value(name))
+            t.valid && t.labels.iter().all(|r| r.matches(labels)) && t.fields.iter().all(|r| r.matches_value(name))
         })
     }
 }

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use crate::labels::Labels;
 use crate::pod::{HostPort, PodInfo};
 use crate::resources::Resources;
+use crate::well_known::HOSTNAME_LABEL;
 
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
@@ -89,5 +90,30 @@ impl NodeInfo {
         let mut free = self.allocatable.clone();
         free.sub(&self.requested);
         free
+    }
+}
+
+impl NodeInfo {
+    /// A copy of this node (and its pods) under a new name `<name>-<suffix>`, with a matching
+    /// hostname label, for adding template nodes to a snapshot. Pod names get the same suffix
+    /// so that every copy's DaemonSet pods are distinct pods.
+    pub fn renamed_copy(&self, suffix: &str) -> NodeInfo {
+        let name = format!("{}-{suffix}", self.name);
+        let mut node = (*self.node).clone();
+        node.metadata.name = Some(name.clone());
+        node.metadata.uid = Some(format!("{name}-uid"));
+        node.metadata.labels.get_or_insert_with(Default::default).insert(HOSTNAME_LABEL.to_string(), name.clone());
+        let mut copy = NodeInfo::new(Arc::new(node));
+        for pod in &self.pods {
+            let mut p = (*pod.pod).clone();
+            let pod_name = format!("{}-{suffix}", pod.name());
+            p.metadata.uid = Some(format!("{pod_name}-uid"));
+            p.metadata.name = Some(pod_name);
+            if let Some(spec) = p.spec.as_mut() {
+                spec.node_name = Some(name.clone());
+            }
+            copy.push_pod(Arc::new(PodInfo::new(Arc::new(p))));
+        }
+        copy
     }
 }

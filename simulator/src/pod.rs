@@ -45,8 +45,7 @@ pub struct NamespaceSet {
 
 impl NamespaceSet {
     pub fn contains(&self, namespace: &str, namespace_labels: Option<&Labels>) -> bool {
-        self.names.iter().any(|n| n == namespace)
-            || self.selector.as_ref().is_some_and(|s| s.matches(namespace_labels))
+        self.names.iter().any(|n| n == namespace) || self.selector.as_ref().is_some_and(|s| s.matches(namespace_labels))
     }
 }
 
@@ -124,10 +123,8 @@ impl SpreadConstraint {
         let mut selector = Selector::from_label_selector(c.label_selector.as_ref());
         if let Some(keys) = c.match_label_keys.as_ref() {
             let labels = pod.metadata.labels.as_ref();
-            let extra: Vec<(String, String)> = keys
-                .iter()
-                .filter_map(|k| labels.and_then(|l| l.get(k)).map(|v| (k.clone(), v.clone())))
-                .collect();
+            let extra: Vec<(String, String)> =
+                keys.iter().filter_map(|k| labels.and_then(|l| l.get(k)).map(|v| (k.clone(), v.clone()))).collect();
             selector = selector.with_equalities(extra);
         }
         Some(SpreadConstraint {
@@ -175,7 +172,12 @@ impl PodInfo {
         let spec = pod.spec.as_ref();
         let priority = spec.and_then(|s| s.priority).unwrap_or(0);
         let controller = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| {
-            ControllerRef { api_version: o.api_version.clone(), kind: o.kind.clone(), name: o.name.clone(), uid: o.uid.clone() }
+            ControllerRef {
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+            }
         });
         let mut host_ports = Vec::new();
         for c in spec.into_iter().flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten())) {
@@ -202,7 +204,9 @@ impl PodInfo {
                 .collect()
         };
         let affinity_terms = compile_terms(
-            affinity.and_then(|a| a.pod_affinity.as_ref()).and_then(|p| p.required_during_scheduling_ignored_during_execution.as_ref()),
+            affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .and_then(|p| p.required_during_scheduling_ignored_during_execution.as_ref()),
         );
         let anti_affinity_terms = compile_terms(
             affinity

@@ -151,8 +151,12 @@ impl ClusterSnapshot {
         if let Some(id) = self.index.term_id(term) {
             return id;
         }
-        let mut counts =
-            TermCounts { term: term.clone(), per_domain: HashMap::new(), per_node: HashMap::new(), total_in_domains: 0 };
+        let mut counts = TermCounts {
+            term: term.clone(),
+            per_domain: HashMap::new(),
+            per_node: HashMap::new(),
+            total_in_domains: 0,
+        };
         let ns_labels = self.namespace_labels();
         for (id, node) in self.nodes() {
             let matching = node.pods.iter().filter(|p| term_matches_pod(term, p, ns_labels)).count() as u32;
@@ -392,9 +396,7 @@ impl ClusterSnapshot {
                 };
                 let count = match &prepared.affinity_multi {
                     None => self.index.terms[*id].per_domain.get(value).copied().unwrap_or(0),
-                    Some(multi) => {
-                        multi.get(&(term.topology_key.clone(), value.to_string())).copied().unwrap_or(0)
-                    }
+                    Some(multi) => multi.get(&(term.topology_key.clone(), value.to_string())).copied().unwrap_or(0),
                 };
                 if count == 0 {
                     pods_exist = false;

@@ -139,7 +139,8 @@ impl Resources {
 
     /// Human-readable form for reports: `cpu=1500m memory=2Gi nvidia.com/gpu=1`.
     pub fn describe(&self) -> String {
-        let mut parts = vec![format!("cpu={}", format_milli(self.cpu_millis)), format!("memory={}", format_bytes(self.memory))];
+        let mut parts =
+            vec![format!("cpu={}", format_milli(self.cpu_millis)), format!("memory={}", format_bytes(self.memory))];
         if self.ephemeral_storage != 0 {
             parts.push(format!("ephemeral-storage={}", format_bytes(self.ephemeral_storage)));
         }

@@ -273,7 +273,8 @@ impl ClusterSnapshot {
 
     /// Removes a pod from wherever it is placed and returns it.
     pub fn remove_pod(&mut self, pod_key: &str) -> Result<Arc<PodInfo>, SnapshotError> {
-        let node = self.pod_location.get(pod_key).copied().ok_or_else(|| SnapshotError::PodNotFound(pod_key.to_string()))?;
+        let node =
+            self.pod_location.get(pod_key).copied().ok_or_else(|| SnapshotError::PodNotFound(pod_key.to_string()))?;
         let info = self.nodes[node.index()].as_mut().expect("live node");
         let position = info.pods.iter().position(|p| &*p.key == pod_key).expect("pod location is consistent");
         let pod = info.take_pod(position);
@@ -317,7 +318,7 @@ mod tests {
         s.remove_node(a).unwrap();
         assert_eq!(s.node_count(), 1);
         s.revert();
-        assert_eq!(s.node_count(), 1 + 0 + 0); // only `a` remains after revert
+        assert_eq!(s.node_count(), 1, "only `a` remains after revert");
         assert!(s.node_by_name("b").is_none());
         let a_info = s.node_by_name("a").unwrap();
         assert_eq!(a_info.pods.len(), 1);
