@@ -8,11 +8,13 @@
 //! - `equivalence`: pod equivalence groups.
 //! - `drainability`, `utilization`: what scale-down may move and how busy a node is.
 
+pub mod controllers;
 pub mod drainability;
 pub mod equivalence;
 mod index;
 pub mod labels;
 pub mod node;
+pub mod pdb;
 pub mod pod;
 pub mod predicates;
 pub mod quantity;

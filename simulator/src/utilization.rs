@@ -1,1 +1,229 @@
+//! How busy a node is, as upstream's scale-down measures it: per resource, the pods' requests
+//! over allocatable; the node's utilization is the higher of cpu and memory, or, on a GPU node,
+//! the GPU utilization alone.
 
+use k8s_openapi::jiff::Timestamp;
+
+use crate::drainability::is_long_terminating;
+use crate::node::NodeInfo;
+use crate::resources::{CPU, MEMORY};
+
+/// A node's utilization.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UtilizationInfo {
+    pub cpu: f64,
+    pub memory: f64,
+    pub gpu: f64,
+    /// `max(cpu, memory)`, or `gpu` on a GPU node.
+    pub utilization: f64,
+    /// The resource that determined `utilization`: `cpu`, `memory` or the GPU resource name.
+    pub resource: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UtilizationError {
+    #[error("node {node} has no allocatable {resource} (missing or 0), so its utilization is undefined")]
+    NoAllocatable { node: String, resource: String },
+}
+
+/// Utilization of one resource: the requests of the node's pods over its allocatable
+/// (`NodeInfo::allocatable`, which falls back to capacity when a node reports no allocatable).
+///
+/// Ignored DaemonSet / mirror pods are taken out of both sides (their requests reduce the
+/// allocatable instead of counting as use). Pods terminating for longer than their grace period
+/// plus 30s are left out. When the ignored pods take the whole allocatable, the node is reported
+/// as idle if nothing else requests the resource and as full otherwise (upstream would divide by
+/// zero or a negative number).
+pub fn resource_utilization(
+    node: &NodeInfo,
+    resource: &str,
+    ignore_daemonsets: bool,
+    ignore_mirror_pods: bool,
+    now: Timestamp,
+) -> Result<f64, UtilizationError> {
+    let allocatable = node.allocatable.get(resource);
+    if allocatable <= 0 {
+        return Err(UtilizationError::NoAllocatable { node: node.name.to_string(), resource: resource.to_string() });
+    }
+    let mut requested: i64 = 0;
+    let mut ignored: i64 = 0;
+    for pod in &node.pods {
+        let amount = pod.requests.get(resource);
+        // DaemonSet and mirror pods are set aside before the terminating check, as upstream does.
+        if (ignore_daemonsets && pod.daemonset) || (ignore_mirror_pods && pod.mirror) {
+            ignored = ignored.saturating_add(amount);
+        } else if !is_long_terminating(pod, now) {
+            requested = requested.saturating_add(amount);
+        }
+    }
+    let available = allocatable.saturating_sub(ignored);
+    if available <= 0 {
+        return Ok(if requested > 0 { 1.0 } else { 0.0 });
+    }
+    // i64 -> f64 loses precision only above 2^53 units, far beyond any real node.
+    Ok(requested as f64 / available as f64)
+}
+
+/// The node's utilization. `gpu_resource` names the GPU's extended resource when the node is a
+/// GPU node; then only GPU utilization counts, and a GPU that is not allocatable yet (driver not
+/// ready) counts as 0 so that such a node can still be scaled down. Otherwise the utilization is
+/// the higher of cpu and memory (memory on a tie); a node without allocatable cpu or memory is
+/// an error.
+pub fn calculate_utilization(
+    node: &NodeInfo,
+    ignore_daemonsets: bool,
+    ignore_mirror_pods: bool,
+    gpu_resource: Option<&str>,
+    now: Timestamp,
+) -> Result<UtilizationInfo, UtilizationError> {
+    if let Some(gpu) = gpu_resource {
+        let gpu_utilization =
+            resource_utilization(node, gpu, ignore_daemonsets, ignore_mirror_pods, now).unwrap_or(0.0);
+        return Ok(UtilizationInfo {
+            cpu: 0.0,
+            memory: 0.0,
+            gpu: gpu_utilization,
+            utilization: gpu_utilization,
+            resource: gpu.to_string(),
+        });
+    }
+    let cpu = resource_utilization(node, CPU, ignore_daemonsets, ignore_mirror_pods, now)?;
+    let memory = resource_utilization(node, MEMORY, ignore_daemonsets, ignore_mirror_pods, now)?;
+    let (utilization, resource) = if cpu > memory { (cpu, CPU) } else { (memory, MEMORY) };
+    Ok(UtilizationInfo { cpu, memory, gpu: 0.0, utilization, resource: resource.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::SignedDuration;
+
+    use super::*;
+    use crate::pod::PodInfo;
+    use crate::resources::NVIDIA_GPU;
+    use crate::testing::{node, pod, with_annotation, with_extended_resource, with_owner};
+    use crate::well_known::MIRROR_POD;
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_700_000_000).unwrap()
+    }
+
+    fn node_with(n: Node, pods: Vec<Pod>) -> NodeInfo {
+        let mut info = NodeInfo::new(Arc::new(n));
+        for p in pods {
+            info.push_pod(Arc::new(PodInfo::new(Arc::new(p))));
+        }
+        info
+    }
+
+    fn with_gpu_request(mut p: Pod, amount: &str) -> Pod {
+        let c = &mut p.spec.as_mut().unwrap().containers[0];
+        c.resources.as_mut().unwrap().requests.as_mut().unwrap().insert(NVIDIA_GPU.into(), Quantity(amount.into()));
+        p
+    }
+
+    fn daemonset(p: Pod) -> Pod {
+        with_owner(p, "DaemonSet", "agent")
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn utilization_is_max_of_cpu_and_memory() {
+        let n = node_with(node("n", "4", "8Gi"), vec![pod("a", "1", "1Gi"), pod("b", "1", "1Gi")]);
+        let u = calculate_utilization(&n, false, false, None, now()).unwrap();
+        assert!(close(u.cpu, 0.5) && close(u.memory, 0.25), "{u:?}");
+        assert!(close(u.utilization, 0.5));
+        assert_eq!(u.resource, "cpu");
+        let n = node_with(node("n", "4", "8Gi"), vec![pod("a", "500m", "6Gi")]);
+        let u = calculate_utilization(&n, false, false, None, now()).unwrap();
+        assert!(close(u.utilization, 0.75));
+        assert_eq!(u.resource, "memory");
+    }
+
+    #[test]
+    fn tie_reports_memory() {
+        let n = node_with(node("n", "4", "8Gi"), vec![pod("a", "2", "4Gi")]);
+        assert_eq!(calculate_utilization(&n, false, false, None, now()).unwrap().resource, "memory");
+    }
+
+    #[test]
+    fn ignore_daemonsets_removes_them_from_both_sides() {
+        let pods = vec![daemonset(pod("ds", "1", "2Gi")), pod("a", "1", "1Gi")];
+        let n = node_with(node("n", "4", "8Gi"), pods);
+        let counted = calculate_utilization(&n, false, false, None, now()).unwrap();
+        assert!(close(counted.cpu, 0.5) && close(counted.memory, 3.0 / 8.0), "{counted:?}");
+        let ignored = calculate_utilization(&n, true, false, None, now()).unwrap();
+        assert!(close(ignored.cpu, 1.0 / 3.0) && close(ignored.memory, 1.0 / 6.0), "{ignored:?}");
+    }
+
+    #[test]
+    fn ignore_mirror_pods() {
+        let n = node_with(node("n", "4", "8Gi"), vec![with_annotation(pod("static", "2", "1Gi"), MIRROR_POD, "x")]);
+        assert!(close(calculate_utilization(&n, false, false, None, now()).unwrap().cpu, 0.5));
+        let u = calculate_utilization(&n, false, true, None, now()).unwrap();
+        assert!(close(u.cpu, 0.0) && close(u.utilization, 0.0), "{u:?}");
+        // Ignoring DaemonSets does not ignore mirror pods.
+        assert!(close(calculate_utilization(&n, true, false, None, now()).unwrap().cpu, 0.5));
+    }
+
+    #[test]
+    fn ignored_pods_taking_the_whole_node_leave_it_idle_or_full() {
+        let only_ds = node_with(node("n", "2", "4Gi"), vec![daemonset(pod("ds", "2", "4Gi"))]);
+        let u = calculate_utilization(&only_ds, true, false, None, now()).unwrap();
+        assert_eq!(u.utilization, 0.0);
+        let overcommitted =
+            node_with(node("n", "2", "4Gi"), vec![daemonset(pod("ds", "3", "1Gi")), pod("a", "1", "1Gi")]);
+        let u = calculate_utilization(&overcommitted, true, false, None, now()).unwrap();
+        assert_eq!((u.cpu, u.resource.as_str()), (1.0, "cpu"));
+    }
+
+    #[test]
+    fn gpu_node_uses_gpu_only() {
+        let gpu_node = with_extended_resource(node("g", "8", "32Gi"), NVIDIA_GPU, "4");
+        let n = node_with(gpu_node, vec![with_gpu_request(pod("train", "7", "30Gi"), "1")]);
+        let u = calculate_utilization(&n, false, false, Some(NVIDIA_GPU), now()).unwrap();
+        assert!(close(u.gpu, 0.25) && close(u.utilization, 0.25), "{u:?}");
+        assert_eq!(u.resource, NVIDIA_GPU);
+        assert_eq!((u.cpu, u.memory), (0.0, 0.0));
+    }
+
+    #[test]
+    fn unready_gpu_counts_as_zero() {
+        let n = node_with(node("g", "8", "32Gi"), vec![pod("a", "7", "30Gi")]);
+        let u = calculate_utilization(&n, false, false, Some(NVIDIA_GPU), now()).unwrap();
+        assert_eq!((u.utilization, u.gpu, u.resource.as_str()), (0.0, 0.0, NVIDIA_GPU));
+        let zero = node_with(with_extended_resource(node("g", "8", "32Gi"), NVIDIA_GPU, "0"), vec![]);
+        assert_eq!(calculate_utilization(&zero, false, false, Some(NVIDIA_GPU), now()).unwrap().utilization, 0.0);
+    }
+
+    #[test]
+    fn zero_allocatable_is_an_error() {
+        let n = node_with(node("broken", "0", "8Gi"), vec![pod("a", "1", "1Gi")]);
+        let err = calculate_utilization(&n, false, false, None, now()).unwrap_err();
+        assert_eq!(err, UtilizationError::NoAllocatable { node: "broken".into(), resource: "cpu".into() });
+        assert!(err.to_string().contains("broken") && err.to_string().contains("cpu"), "{err}");
+        let n = node_with(node("nomem", "4", "0"), vec![]);
+        assert!(matches!(
+            calculate_utilization(&n, false, false, None, now()),
+            Err(UtilizationError::NoAllocatable { resource, .. }) if resource == "memory"
+        ));
+    }
+
+    #[test]
+    fn long_terminating_pods_not_counted() {
+        let mut old = pod("old", "2", "1Gi");
+        old.metadata.deletion_timestamp = Some(Time(now().checked_sub(SignedDuration::from_secs(61)).unwrap()));
+        let mut recent = pod("recent", "1", "1Gi");
+        recent.metadata.deletion_timestamp = Some(Time(now().checked_sub(SignedDuration::from_secs(10)).unwrap()));
+        let n = node_with(node("n", "4", "8Gi"), vec![old, recent]);
+        let u = calculate_utilization(&n, false, false, None, now()).unwrap();
+        assert!(close(u.cpu, 0.25), "{u:?}");
+    }
+}
