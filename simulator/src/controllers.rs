@@ -5,6 +5,7 @@
 //! Controllers are looked up by kind, namespace and name only, as upstream's listers do: a
 //! controller recreated under the same name (new UID) still counts as the pod's owner.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
@@ -50,29 +51,30 @@ fn namespace_and_name(meta: &ObjectMeta) -> (String, String) {
 
 impl Controllers {
     /// Indexes the given controllers.
-    pub fn new(
-        rs: &[ReplicaSet],
-        rc: &[ReplicationController],
-        ss: &[StatefulSet],
-        jobs: &[Job],
-        ds: &[DaemonSet],
-    ) -> Self {
+    pub fn new<RS, RC, SS, J, DS>(rs: &[RS], rc: &[RC], ss: &[SS], jobs: &[J], ds: &[DS]) -> Self
+    where
+        RS: Borrow<ReplicaSet>,
+        RC: Borrow<ReplicationController>,
+        SS: Borrow<StatefulSet>,
+        J: Borrow<Job>,
+        DS: Borrow<DaemonSet>,
+    {
         let mut controllers = Controllers::empty();
-        for r in rs {
+        for r in rs.iter().map(Borrow::borrow) {
             let replicas = r.spec.as_ref().and_then(|s| s.replicas);
             controllers.insert_meta(ControllerKind::ReplicaSet, &r.metadata, replicas);
         }
-        for r in rc {
+        for r in rc.iter().map(Borrow::borrow) {
             let replicas = r.spec.as_ref().and_then(|s| s.replicas);
             controllers.insert_meta(ControllerKind::ReplicationController, &r.metadata, replicas);
         }
-        for s in ss {
+        for s in ss.iter().map(Borrow::borrow) {
             controllers.insert_meta(ControllerKind::StatefulSet, &s.metadata, None);
         }
-        for j in jobs {
+        for j in jobs.iter().map(Borrow::borrow) {
             controllers.insert_meta(ControllerKind::Job, &j.metadata, None);
         }
-        for d in ds {
+        for d in ds.iter().map(Borrow::borrow) {
             controllers.insert_meta(ControllerKind::DaemonSet, &d.metadata, None);
         }
         controllers
@@ -132,7 +134,10 @@ mod tests {
         )
         .unwrap();
         let job: Job = serde_json::from_value(json!({"metadata": {"name": "batch", "namespace": "shop"}})).unwrap();
-        let c = Controllers::new(&[rs], &[], &[], &[job], &[]);
+        let none_rc: &[ReplicationController] = &[];
+        let none_ss: &[StatefulSet] = &[];
+        let none_ds: &[DaemonSet] = &[];
+        let c = Controllers::new(&[rs], none_rc, none_ss, &[job], none_ds);
         assert_eq!(c.get(ControllerKind::ReplicaSet, "shop", "web-1"), Some(&KnownController { replicas: Some(3) }));
         assert!(c.get(ControllerKind::ReplicaSet, "default", "web-1").is_none());
         assert!(c.get(ControllerKind::ReplicationController, "shop", "web-1").is_none());

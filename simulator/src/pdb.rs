@@ -3,6 +3,7 @@
 //! simulation picks nodes for removal, so a later candidate sees what earlier ones left
 //! (upstream's "remaining PDB tracker").
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -84,14 +85,14 @@ fn track(pdb: &PodDisruptionBudget) -> TrackedPdb {
 impl PdbTracker {
     /// Tracks the given PDBs. A PDB with an invalid selector selects nothing; use
     /// [`PdbTracker::try_new`] to reject such input instead.
-    pub fn new(pdbs: &[PodDisruptionBudget]) -> Self {
-        PdbTracker { pdbs: pdbs.iter().map(track).collect() }
+    pub fn new<P: Borrow<PodDisruptionBudget>>(pdbs: &[P]) -> Self {
+        PdbTracker { pdbs: pdbs.iter().map(|p| track(p.borrow())).collect() }
     }
 
     /// Tracks the given PDBs, failing on the first PDB whose selector is invalid (upstream
     /// refuses to run the scale-down simulation with such a PDB).
-    pub fn try_new(pdbs: &[PodDisruptionBudget]) -> Result<Self, PdbError> {
-        for pdb in pdbs {
+    pub fn try_new<P: Borrow<PodDisruptionBudget>>(pdbs: &[P]) -> Result<Self, PdbError> {
+        for pdb in pdbs.iter().map(Borrow::borrow) {
             if let Some(reason) = selector_problem(pdb) {
                 return Err(PdbError::InvalidSelector {
                     namespace: pdb.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()),

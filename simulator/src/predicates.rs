@@ -21,7 +21,6 @@ use crate::well_known::{TO_BE_DELETED_TAINT, UNSCHEDULABLE_TAINT};
 pub enum Unfit {
     NodeNotFound,
     Unschedulable,
-    NodeName,
     UntoleratedTaint { key: String, value: String },
     NodeAffinity,
     HostPorts,
@@ -49,7 +48,6 @@ impl fmt::Display for Unfit {
         match self {
             Unfit::NodeNotFound => write!(f, "node not found"),
             Unfit::Unschedulable => write!(f, "node(s) were unschedulable"),
-            Unfit::NodeName => write!(f, "node(s) didn't match the requested node name"),
             Unfit::UntoleratedTaint { key, value } => write!(f, "node(s) had untolerated taint {{{key}: {value}}}"),
             Unfit::NodeAffinity => write!(f, "node(s) didn't match Pod's node affinity/selector"),
             Unfit::HostPorts => write!(f, "node(s) didn't have free ports for the requested pod ports"),
@@ -327,7 +325,9 @@ impl ClusterSnapshot {
     }
 
     /// Runs every filter for a prepared pod on one node, stopping at the first failure like
-    /// kube-scheduler does.
+    /// kube-scheduler does. `spec.nodeName` is not a filter here: pods the simulation moves still
+    /// carry their old node's name, and pending pods never have one (the autoscaler, like
+    /// upstream, clears it before simulating).
     pub fn check(&self, prepared: &PreparedPod<'_>, node_id: NodeId) -> Result<(), Unfit> {
         let node = self.node(node_id).ok_or(Unfit::NodeNotFound)?;
         let pod = prepared.pod;
@@ -337,12 +337,6 @@ impl ClusterSnapshot {
             if !pod.tolerations().iter().any(|t| tolerates(t, &taint)) {
                 return Err(Unfit::Unschedulable);
             }
-        }
-        // NodeName
-        if let Some(name) = pod.node_name()
-            && name != &*node.name
-        {
-            return Err(Unfit::NodeName);
         }
         // TaintToleration
         if let Some(t) = untolerated_taint(node.taints(), pod.tolerations()) {

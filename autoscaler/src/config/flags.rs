@@ -1,0 +1,259 @@
+//! Upstream Cluster Autoscaler's flags that change a decision, with upstream's names and
+//! defaults. Booleans take `--flag` or `--flag=false`, durations use Go syntax, lists repeat.
+
+use std::time::Duration;
+
+use clap::{ArgAction, Args};
+
+use super::duration::parse_go_duration;
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_go_duration(s)
+}
+
+fn ratio(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("invalid number {s:?}"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s} is outside [0, 1]"));
+    }
+    Ok(v)
+}
+
+fn non_negative_f64(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("invalid number {s:?}"))?;
+    if !(v >= 0.0) {
+        return Err(format!("{s} must not be negative"));
+    }
+    Ok(v)
+}
+
+/// Every flag that changes what the autoscaler decides, shared by `plan`, `simulate` and the
+/// controller.
+#[derive(Args, Clone, Debug)]
+pub struct DecisionFlags {
+    /// Cloud provider: `static` (groups from --nodes and --cloud-config).
+    #[arg(long = "cloud-provider", default_value = "static")]
+    pub cloud_provider: String,
+
+    /// Path to the cloud provider configuration file.
+    #[arg(long = "cloud-config", default_value = "")]
+    pub cloud_config: String,
+
+    /// Node group `<min>:<max>:<id>`; repeat for several groups.
+    #[arg(long = "nodes", action = ArgAction::Append)]
+    pub nodes: Vec<String>,
+
+    /// Namespace of the status ConfigMap, the priority expander ConfigMap and the leader lease.
+    #[arg(long = "namespace", default_value = "kube-system")]
+    pub namespace: String,
+
+    /// Expanders to choose the node group to scale up, comma-separated and applied in order:
+    /// random, most-pods, least-waste, least-nodes, price, priority.
+    #[arg(long = "expander", default_value = "least-waste")]
+    pub expander: String,
+
+    /// Maximum number of nodes in all node groups (0: no limit).
+    #[arg(long = "max-nodes-total", default_value_t = 0)]
+    pub max_nodes_total: i64,
+
+    /// Minimum and maximum number of cores in the cluster, `<min>:<max>`.
+    #[arg(long = "cores-total", default_value = "0:320000")]
+    pub cores_total: String,
+
+    /// Minimum and maximum GiB of memory in the cluster, `<min>:<max>`.
+    #[arg(long = "memory-total", default_value = "0:6400000")]
+    pub memory_total: String,
+
+    /// Minimum and maximum number of GPUs of a type, `<gpu_type>:<min>:<max>`; repeatable.
+    #[arg(long = "gpu-total", action = ArgAction::Append)]
+    pub gpu_total: Vec<String>,
+
+    /// Node utilization (max of cpu and memory requests / allocatable) at or below which a
+    /// node can be considered for scale-down.
+    #[arg(long = "scale-down-utilization-threshold", default_value_t = 0.5, value_parser = ratio)]
+    pub scale_down_utilization_threshold: f64,
+
+    /// GPU utilization at or below which a GPU node can be considered for scale-down.
+    #[arg(long = "scale-down-gpu-utilization-threshold", default_value_t = 0.5, value_parser = ratio)]
+    pub scale_down_gpu_utilization_threshold: f64,
+
+    /// How long a node should be unneeded before it is eligible for scale-down.
+    #[arg(long = "scale-down-unneeded-time", default_value = "10m", value_parser = duration)]
+    pub scale_down_unneeded_time: Duration,
+
+    /// How long an unready node should be unneeded before it is eligible for scale-down.
+    #[arg(long = "scale-down-unready-time", default_value = "20m", value_parser = duration)]
+    pub scale_down_unready_time: Duration,
+
+    /// Should CA scale down unready nodes of the cluster.
+    #[arg(long = "scale-down-unready-enabled", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub scale_down_unready_enabled: bool,
+
+    /// Should CA scale down the cluster (deprecated upstream, still honoured).
+    #[arg(long = "scale-down-enabled", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub scale_down_enabled: bool,
+
+    /// How long after a scale-up scale-down evaluation resumes.
+    #[arg(long = "scale-down-delay-after-add", default_value = "10m", value_parser = duration)]
+    pub scale_down_delay_after_add: Duration,
+
+    /// How long after a node deletion scale-down evaluation resumes.
+    #[arg(long = "scale-down-delay-after-delete", default_value = "0s", value_parser = duration)]
+    pub scale_down_delay_after_delete: Duration,
+
+    /// How long after a scale-down failure scale-down evaluation resumes.
+    #[arg(long = "scale-down-delay-after-failure", default_value = "3m", value_parser = duration)]
+    pub scale_down_delay_after_failure: Duration,
+
+    /// Time budget of the scale-down removal simulation per loop.
+    #[arg(long = "scale-down-simulation-timeout", default_value = "30s", value_parser = duration)]
+    pub scale_down_simulation_timeout: Duration,
+
+    /// How long to wait before re-checking a node found unremovable.
+    #[arg(long = "unremovable-node-recheck-timeout", default_value = "5m", value_parser = duration)]
+    pub unremovable_node_recheck_timeout: Duration,
+
+    /// Maximum number of nodes (empty and drained together) deleted in parallel.
+    #[arg(long = "max-scale-down-parallelism", default_value_t = 10)]
+    pub max_scale_down_parallelism: usize,
+
+    /// Maximum number of non-empty nodes drained in parallel.
+    #[arg(long = "max-drain-parallelism", default_value_t = 1)]
+    pub max_drain_parallelism: usize,
+
+    /// Nodes with kube-system pods (except DaemonSet and mirror pods) without a PDB are not removed.
+    #[arg(long = "skip-nodes-with-system-pods", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub skip_nodes_with_system_pods: bool,
+
+    /// Nodes with pods using local storage (hostPath, emptyDir) are not removed.
+    #[arg(long = "skip-nodes-with-local-storage", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub skip_nodes_with_local_storage: bool,
+
+    /// Nodes with pods owned by custom controllers are not removed.
+    #[arg(long = "skip-nodes-with-custom-controller-pods", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub skip_nodes_with_custom_controller_pods: bool,
+
+    /// Minimum replicas a ReplicaSet or ReplicationController must have for its pods to be moved.
+    #[arg(long = "min-replica-count", default_value_t = 0)]
+    pub min_replica_count: i32,
+
+    /// After this pod age, kube-system pods without a PDB no longer block scale-down.
+    #[arg(long = "blocking-system-pod-distruption-timeout", default_value = "1h", value_parser = duration)]
+    pub blocking_system_pod_disruption_timeout: Duration,
+
+    /// Leave DaemonSet pods out of node utilization.
+    #[arg(long = "ignore-daemonsets-utilization", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub ignore_daemonsets_utilization: bool,
+
+    /// Leave mirror pods out of node utilization.
+    #[arg(long = "ignore-mirror-pods-utilization", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub ignore_mirror_pods_utilization: bool,
+
+    /// Evict DaemonSet pods from empty nodes being removed.
+    #[arg(long = "daemonset-eviction-for-empty-nodes", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub daemonset_eviction_for_empty_nodes: bool,
+
+    /// Evict DaemonSet pods from non-empty nodes being drained.
+    #[arg(long = "daemonset-eviction-for-occupied-nodes", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub daemonset_eviction_for_occupied_nodes: bool,
+
+    /// Pods with priority below this never trigger scale-up and never block scale-down.
+    #[arg(long = "expendable-pods-priority-cutoff", default_value_t = -10, allow_hyphen_values = true)]
+    pub expendable_pods_priority_cutoff: i32,
+
+    /// Pods younger than this are not considered for scale-up.
+    #[arg(long = "new-pod-scale-up-delay", default_value = "0s", value_parser = duration)]
+    pub new_pod_scale_up_delay: Duration,
+
+    /// Maximum number of nodes one estimation may add.
+    #[arg(long = "max-nodes-per-scaleup", default_value_t = 1000)]
+    pub max_nodes_per_scaleup: i64,
+
+    /// Time limit of the binpacking estimation of one node group.
+    #[arg(long = "max-nodegroup-binpacking-duration", default_value = "10s", value_parser = duration)]
+    pub max_nodegroup_binpacking_duration: Duration,
+
+    /// Total binpacking time per scale-up; node groups left when it runs out are not evaluated.
+    #[arg(long = "max-binpacking-time", default_value = "5m", value_parser = duration)]
+    pub max_binpacking_time: Duration,
+
+    /// Pack one node of the group that benefits most and count the rest arithmetically.
+    #[arg(long = "fastpath-binpacking-enabled", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub fastpath_binpacking_enabled: bool,
+
+    /// Balance scale-ups across similar node groups.
+    #[arg(long = "balance-similar-node-groups", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub balance_similar_node_groups: bool,
+
+    /// Labels ignored when comparing node groups for similarity; repeatable.
+    #[arg(long = "balancing-ignore-label", action = ArgAction::Append)]
+    pub balancing_ignore_label: Vec<String>,
+
+    /// Only these labels are compared for similarity; repeatable.
+    #[arg(long = "balancing-label", action = ArgAction::Append)]
+    pub balancing_label: Vec<String>,
+
+    /// Maximum memory capacity difference between similar node groups, as a ratio.
+    #[arg(long = "memory-difference-ratio", default_value_t = 0.015, value_parser = ratio)]
+    pub memory_difference_ratio: f64,
+
+    /// Maximum allocatable difference between similar node groups, as a ratio.
+    #[arg(long = "max-allocatable-difference-ratio", default_value_t = 0.05, value_parser = ratio)]
+    pub max_allocatable_difference_ratio: f64,
+
+    /// Maximum free-resource difference between similar node groups, as a ratio.
+    #[arg(long = "max-free-difference-ratio", default_value_t = 0.05, value_parser = ratio)]
+    pub max_free_difference_ratio: f64,
+
+    /// Unready nodes always tolerated before the cluster counts as unhealthy.
+    #[arg(long = "ok-total-unready-count", default_value_t = 3)]
+    pub ok_total_unready_count: usize,
+
+    /// Percentage of unready nodes above which (and above the count) the autoscaler halts.
+    #[arg(long = "max-total-unready-percentage", default_value_t = 45.0, value_parser = non_negative_f64)]
+    pub max_total_unready_percentage: f64,
+
+    /// Time a requested node has to register.
+    #[arg(long = "max-node-provision-time", default_value = "15m", value_parser = duration)]
+    pub max_node_provision_time: Duration,
+
+    /// Time a registered node has to become ready before it counts as unready.
+    #[arg(long = "max-node-startup-time", default_value = "15m", value_parser = duration)]
+    pub max_node_startup_time: Duration,
+
+    /// Scale up even when no node is ready.
+    #[arg(long = "scale-up-from-zero", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub scale_up_from_zero: bool,
+
+    /// Startup taints (key): nodes carrying them count as unready and templates drop them; repeatable.
+    #[arg(long = "startup-taint", action = ArgAction::Append)]
+    pub startup_taint: Vec<String>,
+
+    /// Deprecated alias of --startup-taint.
+    #[arg(long = "ignore-taint", action = ArgAction::Append)]
+    pub ignore_taint: Vec<String>,
+
+    /// Status taints (key): templates drop them but the node stays ready; repeatable.
+    #[arg(long = "status-taint", action = ArgAction::Append)]
+    pub status_taint: Vec<String>,
+
+    /// Ignore `spec.unschedulable` of the node a template is built from.
+    #[arg(long = "scale-from-unschedulable", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub scale_from_unschedulable: bool,
+
+    /// Add pending DaemonSet pods to node templates.
+    #[arg(long = "force-ds", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub force_ds: bool,
+
+    /// Scale node groups below their minimum size up to it.
+    #[arg(long = "enforce-node-group-min-size", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub enforce_node_group_min_size: bool,
+
+    /// Scheduler names whose pods the autoscaler considers (empty: all); repeatable or comma-separated.
+    #[arg(long = "allowed-scheduler-names", action = ArgAction::Append, value_delimiter = ',')]
+    pub allowed_scheduler_names: Vec<String>,
+
+    /// Loop period; also the unit of the scale-down candidate limit.
+    #[arg(long = "scan-interval", default_value = "10s", value_parser = duration)]
+    pub scan_interval: Duration,
+}

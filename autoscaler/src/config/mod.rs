@@ -1,0 +1,8 @@
+//! Configuration: upstream's flags (`flags`) and the typed options the core reads (`options`).
+
+pub mod duration;
+pub mod flags;
+pub mod options;
+
+pub use flags::DecisionFlags;
+pub use options::{AutoscalingOptions, BalancingOptions, ConfigError, GpuLimit};

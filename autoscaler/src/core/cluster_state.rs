@@ -1,0 +1,113 @@
+//! `ClusterState`: readiness of every node and, per node group, how many nodes are ready,
+//! unready, upcoming, and whether the group may scale up now.
+//!
+//! `plan` computes it from one reading of the cluster (`observe`); the control loop's registry
+//! fills the same struct from what it remembers (scale-up requests, backoff, unregistered nodes).
+
+use std::collections::HashMap;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::cloud::CloudState;
+use super::readiness::{Readiness, readiness};
+use super::view::ClusterView;
+use crate::config::AutoscalingOptions;
+
+/// Why a node group is backed off after a failed scale-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    pub error_code: String,
+    pub error_message: String,
+    pub until: Timestamp,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GroupState {
+    pub ready: usize,
+    pub unready: usize,
+    pub not_started: usize,
+    /// Cloud instances without a Node yet.
+    pub unregistered: usize,
+    /// Instances that failed to register within `max-node-provision-time`.
+    pub long_unregistered: usize,
+    /// Nodes requested but not ready yet; the snapshot gets template copies for them.
+    pub upcoming: usize,
+    pub healthy: bool,
+    pub backoff: Option<Backoff>,
+    pub scale_up_in_progress: bool,
+    /// Node deletions this autoscaler started and that have not finished.
+    pub deletions_in_progress: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterState {
+    pub readiness: HashMap<String, Readiness>,
+    pub groups: HashMap<String, GroupState>,
+    pub ready: usize,
+    pub unready: usize,
+    pub not_started: usize,
+    pub healthy: bool,
+}
+
+/// Upstream's health rule: too many unready nodes is more than the tolerated count AND more
+/// than the tolerated share.
+pub fn within_unready_tolerance(unready: usize, total: usize, options: &AutoscalingOptions) -> bool {
+    !(unready > options.ok_total_unready_count
+        && (unready as f64) > options.max_total_unready_percentage / 100.0 * total as f64)
+}
+
+impl ClusterState {
+    /// Reads the state from one view of the cluster and the cloud, with nothing remembered:
+    /// every missing node of a group is assumed to be on its way.
+    pub fn observe(view: &ClusterView, cloud: &CloudState, options: &AutoscalingOptions, now: Timestamp) -> Self {
+        let mut state = ClusterState::default();
+        for g in &cloud.groups {
+            state.groups.insert(g.id.clone(), GroupState { healthy: true, ..Default::default() });
+        }
+        let mut registered_ids: HashMap<String, ()> = HashMap::new();
+        for node in &view.nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let group = cloud.group_of_node(&name);
+            let startup = group.map_or(options.node_group_defaults.max_node_startup_time, |g| g.options.max_node_startup_time);
+            let r = readiness(node, now, startup, &options.startup_taints, &cloud.gpu_label);
+            match r {
+                Readiness::Ready => state.ready += 1,
+                Readiness::Unready => state.unready += 1,
+                Readiness::NotStarted => state.not_started += 1,
+            }
+            if let Some(g) = group {
+                let gs = state.groups.get_mut(&g.id).expect("group registered above");
+                match r {
+                    Readiness::Ready => gs.ready += 1,
+                    Readiness::Unready => gs.unready += 1,
+                    Readiness::NotStarted => gs.not_started += 1,
+                }
+            }
+            if let Some(id) = node.spec.as_ref().and_then(|s| s.provider_id.clone()) {
+                registered_ids.insert(id, ());
+            }
+            state.readiness.insert(name, r);
+        }
+        for g in &cloud.groups {
+            let gs = state.groups.get_mut(&g.id).expect("group registered above");
+            gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains_key(&i.id)).count();
+            gs.upcoming = g.target_size.saturating_sub(gs.ready + gs.unready);
+            gs.scale_up_in_progress = gs.upcoming > 0;
+            let registered = gs.ready + gs.unready + gs.not_started;
+            // Acceptable minimum: the target minus what is still on its way.
+            let min_nodes = g.target_size.saturating_sub(gs.upcoming);
+            let unjustified_unready = min_nodes.saturating_sub(gs.ready);
+            gs.healthy = within_unready_tolerance(unjustified_unready, registered, options);
+        }
+        state.healthy = within_unready_tolerance(state.unready, state.ready + state.unready, options);
+        state
+    }
+
+    pub fn group(&self, id: &str) -> Option<&GroupState> {
+        self.groups.get(id)
+    }
+
+    pub fn is_ready(&self, node: &str) -> bool {
+        self.readiness.get(node) == Some(&Readiness::Ready)
+    }
+}

@@ -1,0 +1,27 @@
+//! What the loop remembers between iterations and the decision reads: since when nodes have
+//! been unneeded, which nodes were recently found unremovable, and the scale-down cooldowns.
+
+use std::collections::HashMap;
+
+use k8s_openapi::jiff::Timestamp;
+
+#[derive(Clone, Debug, Default)]
+pub struct LoopMemory {
+    /// Node name → first time it was found unneeded (kept while it stays unneeded).
+    pub unneeded_since: HashMap<String, Timestamp>,
+    /// Node name → until when it is not re-simulated (`--unremovable-node-recheck-timeout`).
+    pub unremovable_until: HashMap<String, (Timestamp, String)>,
+    pub last_scale_up: Option<Timestamp>,
+    pub last_scale_down_delete: Option<Timestamp>,
+    pub last_scale_down_failure: Option<Timestamp>,
+    /// `plan` has no history: treat every unneeded node as unneeded long enough, so the plan
+    /// shows what the loop will do once the unneeded time has passed.
+    pub assume_unneeded_long_enough: bool,
+}
+
+impl LoopMemory {
+    /// The memory `plan` uses.
+    pub fn for_plan() -> Self {
+        LoopMemory { assume_unneeded_long_enough: true, ..Default::default() }
+    }
+}

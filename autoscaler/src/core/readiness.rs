@@ -1,0 +1,89 @@
+//! Node readiness as the autoscaler counts it (upstream's cluster state registry, §8).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
+use simulator::well_known::{IGNORE_TAINT_PREFIX, STARTUP_TAINT_PREFIX, TO_BE_DELETED_TAINT};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Readiness {
+    Ready,
+    /// Not ready yet, but registered less than `max-node-startup-time` ago.
+    NotStarted,
+    Unready,
+}
+
+/// Whether the kubelet reports the node Ready (condition `Ready=True`).
+pub fn reports_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True")
+}
+
+/// A startup taint (by prefix, or a key given with `--startup-taint`): the node is still
+/// being set up and counts as not ready.
+pub fn has_startup_taint(node: &Node, startup_taints: &[String]) -> bool {
+    node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten().any(|t| {
+        t.key.starts_with(STARTUP_TAINT_PREFIX)
+            || t.key.starts_with(IGNORE_TAINT_PREFIX)
+            || startup_taints.iter().any(|k| *k == t.key)
+    })
+}
+
+/// A node that should have GPUs (it carries the GPU label) but reports none allocatable yet:
+/// the device plugin has not started, so the node is not ready for GPU pods.
+pub fn gpu_not_ready(node: &Node, gpu_label: &str, gpu_resource: &str) -> bool {
+    let labelled = node.metadata.labels.as_ref().is_some_and(|l| !gpu_label.is_empty() && l.contains_key(gpu_label));
+    if !labelled {
+        return false;
+    }
+    let allocatable = node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| a.get(gpu_resource))
+        .and_then(|q| simulator::quantity::parse_value(&q.0).ok())
+        .unwrap_or(0);
+    allocatable == 0
+}
+
+pub fn readiness(
+    node: &Node,
+    now: Timestamp,
+    max_node_startup_time: Duration,
+    startup_taints: &[String],
+    gpu_label: &str,
+) -> Readiness {
+    let ready = reports_ready(node)
+        && !has_startup_taint(node, startup_taints)
+        && !gpu_not_ready(node, gpu_label, simulator::resources::NVIDIA_GPU);
+    if ready {
+        return Readiness::Ready;
+    }
+    let created = node.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    match created {
+        Some(created) if now.duration_since(created).unsigned_abs() < max_node_startup_time && created <= now => {
+            Readiness::NotStarted
+        }
+        _ => Readiness::Unready,
+    }
+}
+
+/// The time the `ToBeDeletedByClusterAutoscaler` taint was set, if the node carries it.
+pub fn to_be_deleted_since(node: &Node) -> Option<Option<Timestamp>> {
+    let taint = node.spec.as_ref()?.taints.as_ref()?.iter().find(|t| t.key == TO_BE_DELETED_TAINT)?;
+    Some(taint.value.as_deref().and_then(|v| v.parse::<i64>().ok()).and_then(|s| Timestamp::from_second(s).ok()))
+}
+
+/// Upstream's `IsNodeBeingDeleted`: a ToBeDeleted taint set less than 5 minutes ago (or with an
+/// unreadable time).
+pub fn is_being_deleted(node: &Node, now: Timestamp) -> bool {
+    match to_be_deleted_since(node) {
+        None => false,
+        Some(None) => true,
+        Some(Some(since)) => now.duration_since(since).as_secs() < 300,
+    }
+}

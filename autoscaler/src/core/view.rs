@@ -1,0 +1,40 @@
+//! `ClusterView`: one consistent reading of the Kubernetes objects the autoscaler decides on.
+//! The `kube` adapter fills it from reflector stores, `memory` from the in-memory cluster, and
+//! `plan` from a `kubectl` dump.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+#[derive(Clone, Debug, Default)]
+pub struct ClusterView {
+    pub nodes: Vec<Arc<Node>>,
+    pub pods: Vec<Arc<Pod>>,
+    pub pdbs: Vec<Arc<PodDisruptionBudget>>,
+    pub daemonsets: Vec<Arc<DaemonSet>>,
+    pub replicasets: Vec<Arc<ReplicaSet>>,
+    pub statefulsets: Vec<Arc<StatefulSet>>,
+    pub jobs: Vec<Arc<Job>>,
+    pub replication_controllers: Vec<Arc<ReplicationController>>,
+    pub deployments: Vec<Arc<Deployment>>,
+    pub config_maps: Vec<Arc<ConfigMap>>,
+    pub namespaces: Vec<Arc<Namespace>>,
+}
+
+impl ClusterView {
+    /// The `priorities` value of the priority expander's ConfigMap in `namespace`.
+    pub fn priority_expander_config(&self, namespace: &str) -> Option<&str> {
+        self.config_maps
+            .iter()
+            .find(|c| {
+                c.metadata.name.as_deref() == Some("cluster-autoscaler-priority-expander")
+                    && c.metadata.namespace.as_deref() == Some(namespace)
+            })
+            .and_then(|c| c.data.as_ref())
+            .and_then(|d| d.get("priorities"))
+            .map(String::as_str)
+    }
+}
