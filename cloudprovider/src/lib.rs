@@ -17,6 +17,7 @@ pub mod errors;
 pub mod instance;
 pub mod limits;
 pub mod options;
+pub mod static_provider;
 
 pub use errors::{CloudProviderError, Result};
 pub use instance::{Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus};
