@@ -59,16 +59,27 @@
 mod config;
 mod duration;
 mod error;
+mod group;
+mod membership;
+mod pricing;
+mod provider;
 mod quantity;
 mod raw;
 mod spec;
+mod state;
 mod template;
 
 #[cfg(test)]
 mod config_tests;
+#[cfg(test)]
+mod tests;
 
 pub use config::{
     DEFAULT_GPU_LABEL, GPU_RESOURCE, NodeGroupOptionOverrides, StaticConfig, StaticNodeGroupConfig, UnitPrices,
 };
 pub use error::ConfigError;
+pub use group::StaticNodeGroup;
+pub use membership::instance_id_for_node;
+pub use pricing::StaticPricing;
+pub use provider::{PROVIDER_NAME, StaticCloudProvider};
 pub use spec::{NodeGroupSpec, parse_node_group_spec};
