@@ -17,11 +17,13 @@ pub mod errors;
 pub mod instance;
 pub mod limits;
 pub mod options;
+pub mod static_provider;
 
 pub use errors::{CloudProviderError, Result};
 pub use instance::{Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus};
 pub use limits::ResourceLimiter;
 pub use options::NodeGroupAutoscalingOptions;
+pub use static_provider::StaticCloudProvider;
 
 /// What a fresh node of a group looks like: the Node object and the pods every new node runs
 /// from the start (DaemonSet and static pods).
