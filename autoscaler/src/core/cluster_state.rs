@@ -83,9 +83,7 @@ impl ClusterState {
                     Readiness::NotStarted => gs.not_started += 1,
                 }
             }
-            if let Some(id) = node.spec.as_ref().and_then(|s| s.provider_id.clone()) {
-                registered_ids.insert(id, ());
-            }
+            registered_ids.insert(cloudprovider::static_provider::instance_id_for_node(node), ());
             state.readiness.insert(name, r);
         }
         for g in &cloud.groups {

@@ -1,0 +1,339 @@
+//! `decide`: one pure pass from a view of the cluster to a plan. `plan` prints the result; the
+//! control loop acts on it. Nothing here does I/O or reads a clock.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use expander::Expander;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use simulator::drainability::{Controllers, PdbTracker};
+use simulator::well_known::POD_SCALE_UP_DELAY;
+use simulator::{ClusterSnapshot, NodeId, PodInfo, Resources};
+
+use super::cloud::CloudState;
+use super::cluster_state::ClusterState;
+use super::memory::LoopMemory;
+use super::plan::{ClusterSummary, NodeGroupSummary, Plan, ScaleDownPlan, ScaleUpPlan, ScaleUpResult};
+use super::readiness::Readiness;
+use super::scale_down::{ScaleDownContext, plan_scale_down};
+use super::scale_up::filter::filter_out_schedulable;
+use super::scale_up::limits::node_delta;
+use super::scale_up::{ScaleUpContext, plan_scale_up};
+use super::templates::{TemplateSource, build_templates};
+use super::view::ClusterView;
+use crate::config::AutoscalingOptions;
+use crate::config::duration::parse_go_duration;
+
+pub struct DecisionInput<'a> {
+    pub view: &'a ClusterView,
+    pub cloud: &'a CloudState,
+    pub state: &'a ClusterState,
+    pub options: &'a AutoscalingOptions,
+    pub memory: &'a LoopMemory,
+    pub now: Timestamp,
+}
+
+/// The plan and what the loop should remember from this decision.
+pub struct Decision {
+    pub plan: Plan,
+    pub unneeded_since: HashMap<String, Timestamp>,
+    pub unremovable_until: HashMap<String, (Timestamp, String)>,
+}
+
+/// Pending pods the scheduler gave up on: no node, `PodScheduled=False` with reason
+/// `Unschedulable`.
+pub fn is_unschedulable(pod: &Pod) -> bool {
+    let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+    !bound
+        && phase == "Pending"
+        && pod.metadata.deletion_timestamp.is_none()
+        && status.and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| {
+            c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+        })
+}
+
+fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
+    if options.allowed_scheduler_names.is_empty() {
+        return true;
+    }
+    let name = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+    options.allowed_scheduler_names.iter().any(|n| n == name)
+}
+
+/// Upstream's young-pod filter: pods younger than `--new-pod-scale-up-delay`, or than their
+/// `pod-scale-up-delay` annotation when that is longer, wait.
+fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> bool {
+    let mut delay = options.new_pod_scale_up_delay;
+    if let Some(d) = pod.annotation(POD_SCALE_UP_DELAY).and_then(|v| parse_go_duration(v).ok())
+        && d > delay
+    {
+        delay = d;
+    }
+    if delay.is_zero() {
+        return false;
+    }
+    let created = pod.pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    created.is_some_and(|c| now.duration_since(c).unsigned_abs() < delay && c <= now)
+}
+
+/// Upstream waits one loop when every pending pod is very new (< 2s; GPU pods < 30s), expecting
+/// more to come.
+fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
+    let age = |p: &PodInfo| p.pod.metadata.creation_timestamp.as_ref().map(|t| now.duration_since(t.0).as_secs_f64());
+    let oldest = pods.iter().filter_map(|p| age(p)).fold(f64::NEG_INFINITY, f64::max);
+    let gpu_oldest = pods
+        .iter()
+        .filter(|p| p.requests.get(simulator::resources::NVIDIA_GPU) > 0)
+        .filter_map(|p| age(p))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (oldest.is_finite() && oldest < 2.0) || (gpu_oldest.is_finite() && gpu_oldest < 30.0)
+}
+
+pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
+    let DecisionInput { view, cloud, state, options, memory, now } = *input;
+    let node_names: HashSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+
+    // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
+    let mut scheduled: Vec<Arc<PodInfo>> = Vec::new();
+    let mut pending: Vec<Arc<PodInfo>> = Vec::new();
+    let mut ignored: BTreeMap<String, String> = BTreeMap::new();
+    for pod in &view.pods {
+        let unschedulable = is_unschedulable(pod);
+        let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| node_names.contains(n));
+        if bound_to.is_none() && !unschedulable {
+            continue;
+        }
+        let info = Arc::new(PodInfo::new(pod.clone()));
+        if info.is_terminal() {
+            continue;
+        }
+        if info.priority < options.expendable_pods_priority_cutoff {
+            if unschedulable {
+                ignored.insert(info.key.to_string(), "expendable: priority below --expendable-pods-priority-cutoff".into());
+            }
+            continue;
+        }
+        if bound_to.is_some() {
+            scheduled.push(info);
+        } else if !scheduler_allowed(pod, options) {
+            ignored.insert(info.key.to_string(), "scheduler not in --allowed-scheduler-names".into());
+        } else {
+            pending.push(info);
+        }
+    }
+    let mut pods_by_node: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
+    for p in &scheduled {
+        pods_by_node.entry(p.node_name().unwrap_or("").to_string()).or_default().push(p.clone());
+    }
+
+    // The snapshot: registered nodes (minus managed nodes still starting, which count as
+    // upcoming) with their pods, then template copies for upcoming nodes.
+    let mut snapshot = ClusterSnapshot::new();
+    snapshot.set_namespaces(view.namespaces.iter().map(|n| &**n));
+    let mut unmanaged_capacity: BTreeMap<String, i64> = BTreeMap::new();
+    for node in &view.nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let managed = cloud.group_of_node(&name).is_some();
+        if managed && state.readiness.get(&name) == Some(&Readiness::NotStarted) {
+            continue;
+        }
+        if !managed {
+            let gpu_type = cloud.node_gpus.get(&name).map(|g| g.gpu_type.clone()).filter(|t| !t.is_empty());
+            let info = simulator::NodeInfo::new(node.clone());
+            for (r, v) in node_delta(&info, gpu_type.as_deref(), simulator::resources::NVIDIA_GPU) {
+                *unmanaged_capacity.entry(r).or_insert(0) += v;
+            }
+        }
+        let Ok(id) = snapshot.add_node(node.clone()) else { continue };
+        for p in pods_by_node.get(&name).into_iter().flatten() {
+            let _ = snapshot.add_pod(p.clone(), id);
+        }
+    }
+    let templates = build_templates(view, cloud, state, &pods_by_node, options, now);
+    let mut upcoming: HashSet<NodeId> = HashSet::new();
+    let mut upcoming_count = 0usize;
+    for group in &cloud.groups {
+        let n = state.group(&group.id).map_or(0, |g| g.upcoming);
+        let Some(t) = templates.get(&group.id) else { continue };
+        for i in 0..n {
+            if let Ok(id) = snapshot.add_node_info(t.node_info.renamed_copy(&format!("upcoming-{i}"))) {
+                upcoming.insert(id);
+                upcoming_count += 1;
+            }
+        }
+    }
+    let registered = view.nodes.len();
+
+    // Scale-up.
+    let mut scale_up = if !state.healthy {
+        ScaleUpPlan::empty(ScaleUpResult::NotTried, "cluster is unhealthy: too many unready nodes")
+    } else if !options.scale_up_from_zero && state.ready == 0 {
+        ScaleUpPlan::empty(ScaleUpResult::NotTried, "no ready nodes and --scale-up-from-zero=false")
+    } else {
+        let filtered = filter_out_schedulable(&mut snapshot, pending.clone());
+        let mut to_help = Vec::new();
+        for p in filtered.still_pending {
+            if p.daemonset {
+                ignored.insert(p.key.to_string(), "DaemonSet pod".into());
+            } else if too_young(&p, options, now) {
+                ignored.insert(p.key.to_string(), "younger than the scale-up delay".into());
+            } else {
+                to_help.push(p);
+            }
+        }
+        let mut plan = if to_help.is_empty() {
+            ScaleUpPlan::empty(ScaleUpResult::NotNeeded, "no unschedulable pods need new nodes")
+        } else if options.max_nodes_total > 0 && state.ready >= options.max_nodes_total {
+            let mut p = ScaleUpPlan::empty(ScaleUpResult::LimitedByMaxNodesTotal, "max total nodes in cluster reached");
+            p.pods_remain_unschedulable = to_help
+                .iter()
+                .map(|pod| super::plan::PendingPodReasons {
+                    pod: pod.key.to_string(),
+                    reasons: vec!["max total nodes in cluster reached".into()],
+                    by_node_group: BTreeMap::new(),
+                })
+                .collect();
+            p
+        } else if all_pods_very_new(&to_help, now) {
+            ScaleUpPlan::empty(ScaleUpResult::InCooldown, "unschedulable pods are very new, waiting one loop for more")
+        } else {
+            let ctx = ScaleUpContext {
+                cloud,
+                state,
+                options,
+                templates: &templates,
+                priority_config: view.priority_expander_config(&options.namespace),
+                now,
+                current_node_count: registered + upcoming_count,
+                registered_nodes: registered,
+                unmanaged_capacity,
+            };
+            plan_scale_up(&ctx, &mut snapshot, &to_help, expander)
+        };
+        plan.pods_fit_existing_nodes = filtered.fit_existing.iter().map(|p| p.key.to_string()).collect();
+        plan
+    };
+    if options.enforce_node_group_min_size && scale_up.increases.is_empty() && state.healthy {
+        enforce_min_sizes(cloud, &mut scale_up, options, registered + upcoming_count);
+    }
+    scale_up.pods_ignored = ignored;
+    let scaled_up = !scale_up.increases.is_empty();
+
+    // Scale-down.
+    let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
+        (disabled_scale_down("--scale-down-enabled=false"), HashMap::new(), HashMap::new())
+    } else if !state.healthy {
+        (disabled_scale_down("cluster is unhealthy: too many unready nodes"), HashMap::new(), HashMap::new())
+    } else {
+        let controllers = Controllers::new(
+            &view.replicasets,
+            &view.replication_controllers,
+            &view.statefulsets,
+            &view.jobs,
+            &view.daemonsets,
+        );
+        let ctx = ScaleDownContext {
+            view,
+            cloud,
+            state,
+            options,
+            memory,
+            now,
+            controllers: &controllers,
+            pdbs: PdbTracker::new(&view.pdbs),
+            upcoming: &upcoming,
+            scale_up_this_loop: scaled_up || scale_up.result == ScaleUpResult::InCooldown,
+        };
+        let outcome = plan_scale_down(ctx, &mut snapshot);
+        (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
+    };
+
+    let pending_count = view.pods.iter().filter(|p| is_unschedulable(p)).count();
+    let plan = Plan {
+        time: now.to_string(),
+        cluster: ClusterSummary {
+            nodes: registered,
+            ready_nodes: state.ready,
+            unready_nodes: state.unready,
+            not_started_nodes: state.not_started,
+            pods: view.pods.len(),
+            pending_pods: pending_count,
+            healthy: state.healthy,
+            node_groups: cloud
+                .groups
+                .iter()
+                .map(|g| {
+                    let gs = state.group(&g.id).cloned().unwrap_or_default();
+                    NodeGroupSummary {
+                        id: g.id.clone(),
+                        min_size: g.min_size,
+                        max_size: g.max_size,
+                        target_size: g.target_size,
+                        ready: gs.ready,
+                        upcoming: gs.upcoming,
+                        healthy: gs.healthy,
+                        template: match templates.get(&g.id).map(|t| &t.source) {
+                            Some(TemplateSource::Node(n)) => format!("node {n}"),
+                            Some(TemplateSource::CloudProvider) => "cloud provider".into(),
+                            Some(TemplateSource::UnreadyNode(n)) => format!("unready node {n}"),
+                            None => "none".into(),
+                        },
+                    }
+                })
+                .collect(),
+        },
+        scale_up,
+        scale_down,
+    };
+    Decision { plan, unneeded_since, unremovable_until }
+}
+
+fn disabled_scale_down(why: &str) -> ScaleDownPlan {
+    ScaleDownPlan {
+        status: "Disabled".into(),
+        message: why.into(),
+        unneeded: Vec::new(),
+        unremovable: Vec::new(),
+        delete_now: Default::default(),
+    }
+}
+
+/// `--enforce-node-group-min-size`: raise groups below their minimum to it.
+fn enforce_min_sizes(cloud: &CloudState, plan: &mut ScaleUpPlan, options: &AutoscalingOptions, mut node_count: usize) {
+    for g in &cloud.groups {
+        if g.target_size >= g.min_size {
+            continue;
+        }
+        let mut delta = g.min_size - g.target_size;
+        if options.max_nodes_total > 0 {
+            delta = delta.min(options.max_nodes_total.saturating_sub(node_count));
+        }
+        if delta == 0 {
+            continue;
+        }
+        node_count += delta;
+        plan.increases.push(super::plan::GroupIncrease {
+            node_group: g.id.clone(),
+            delta,
+            current_size: g.target_size,
+            new_size: g.target_size + delta,
+            max_size: g.max_size,
+        });
+    }
+    if !plan.increases.is_empty() {
+        plan.result = ScaleUpResult::Successful;
+        plan.message = "raising node groups to their minimum size".into();
+    }
+}
+
+/// Requests of a set of pods (used by reports).
+pub fn total_requests<'a>(pods: impl IntoIterator<Item = &'a Arc<PodInfo>>) -> Resources {
+    let mut r = Resources::default();
+    for p in pods {
+        r.add(&p.requests);
+    }
+    r
+}

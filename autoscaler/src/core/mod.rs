@@ -1,0 +1,21 @@
+//! The decision path shared by `plan`, `simulate` and the controller:
+//! observe (`view`, `cloud`, `cluster_state`) → snapshot (`templates`) → decide (`decide`,
+//! `scale_up`, `scale_down`) → a `Plan`.
+
+pub mod cloud;
+pub mod cluster_state;
+pub mod decide;
+pub mod memory;
+pub mod plan;
+pub mod readiness;
+pub mod scale_down;
+pub mod scale_up;
+pub mod templates;
+pub mod view;
+
+pub use cloud::{CloudState, NodeGroupState};
+pub use cluster_state::ClusterState;
+pub use decide::{Decision, DecisionInput, decide};
+pub use memory::LoopMemory;
+pub use plan::Plan;
+pub use view::ClusterView;

@@ -1,0 +1,117 @@
+//! The removal simulation: can every pod a candidate must shed go somewhere else?
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use simulator::drainability::{DrainContext, pods_to_move};
+use simulator::scheduling::SearchHint;
+use simulator::utilization::UtilizationInfo;
+use simulator::{ClusterSnapshot, NodeId, PodInfo};
+
+use super::eligibility::{Candidate, UnremovableReason};
+use super::{ScaleDownContext, unremovable};
+use crate::core::plan::UnremovableNode;
+
+#[derive(Clone, Debug)]
+pub struct Removable {
+    pub id: NodeId,
+    pub name: Arc<str>,
+    pub group: String,
+    pub utilization: UtilizationInfo,
+    pub pods_to_move: Vec<Arc<PodInfo>>,
+    pub daemonset_pods: Vec<Arc<PodInfo>>,
+    /// Runs `safe-to-evict: on-completion` pods: not deleted until they finish.
+    pub waits_for_completion: bool,
+    /// Its pods cannot all be evicted at once under the PDBs.
+    pub risky: bool,
+}
+
+pub struct Simulated {
+    pub removable: Vec<Removable>,
+    pub unremovable: Vec<UnremovableNode>,
+}
+
+pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, candidates: &[Candidate]) -> Simulated {
+    let started = Instant::now();
+    let mut out = Simulated { removable: Vec::new(), unremovable: Vec::new() };
+    let mut removed: HashSet<NodeId> = HashSet::new();
+    let mut hint = SearchHint::default();
+    for c in candidates {
+        if started.elapsed() > ctx.options.scale_down_simulation_timeout {
+            // Upstream stops here too; the rest are looked at in the next loop.
+            break;
+        }
+        let node = snapshot.node(c.id).expect("candidate node");
+        let drain = DrainContext { pdbs: &ctx.pdbs, controllers: ctx.controllers, options: &ctx.options.drain, now: ctx.now };
+        let to_move = match pods_to_move(node, &drain) {
+            Ok(p) => p,
+            Err(blocked) => {
+                let mut u = unremovable(&c.name, Some(&c.group), UnremovableReason::BlockedByPod, Some(c.utilization.utilization));
+                u.blocking_pod = Some(blocked.pod.key.to_string());
+                u.blocking_reason = Some(blocked.reason.as_str().to_string());
+                out.unremovable.push(u);
+                continue;
+            }
+        };
+        snapshot.fork();
+        let placed = move_pods(snapshot, c.id, &to_move.pods, &removed, ctx.upcoming, &mut hint);
+        if !placed {
+            snapshot.revert();
+            out.unremovable.push(unremovable(
+                &c.name,
+                Some(&c.group),
+                UnremovableReason::NoPlaceToMovePods,
+                Some(c.utilization.utilization),
+            ));
+            continue;
+        }
+        snapshot.commit();
+        removed.insert(c.id);
+        let risky = !ctx.pdbs.can_remove_in_parallel(&to_move.pods);
+        ctx.pdbs.remove_pods(&to_move.pods);
+        out.removable.push(Removable {
+            id: c.id,
+            name: c.name.clone(),
+            group: c.group.clone(),
+            utilization: c.utilization.clone(),
+            waits_for_completion: to_move.waits_for_completion(),
+            pods_to_move: to_move.pods,
+            daemonset_pods: to_move.daemonset_pods,
+            risky,
+        });
+    }
+    out
+}
+
+/// Takes the pods off `node`, marks it as being deleted, and places every pod on another
+/// registered node that is not being removed. Returns false at the first pod that fits nowhere.
+fn move_pods(
+    snapshot: &mut ClusterSnapshot,
+    node: NodeId,
+    pods: &[Arc<PodInfo>],
+    removed: &HashSet<NodeId>,
+    upcoming: &HashSet<NodeId>,
+    hint: &mut SearchHint,
+) -> bool {
+    for pod in pods {
+        if snapshot.remove_pod(&pod.key).is_err() {
+            return false;
+        }
+    }
+    if snapshot.mark_to_be_deleted(node).is_err() {
+        return false;
+    }
+    for pod in pods {
+        let accept = |id: NodeId, _: &simulator::NodeInfo| id != node && !removed.contains(&id) && !upcoming.contains(&id);
+        match snapshot.find_node_for(pod, hint, accept) {
+            Some(dest) => {
+                if snapshot.add_pod(pod.clone(), dest).is_err() {
+                    return false;
+                }
+            }
+            None => return false,
+        }
+    }
+    true
+}

@@ -1,0 +1,102 @@
+//! `cluster-autoscaler plan`: what the autoscaler would do now, for a cluster dump.
+//!
+//! It runs the same decision path as the control loop (`core::decide`) once, with no memory of
+//! earlier loops: unneeded nodes are shown as they would be removed once unneeded long enough.
+
+pub mod report;
+pub mod snapshot;
+
+use clap::{Args, ValueEnum};
+use k8s_openapi::jiff::Timestamp;
+
+use crate::config::duration::format_go_duration;
+use crate::config::{AutoscalingOptions, ConfigError, DecisionFlags};
+use crate::core::{CloudState, ClusterState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::providers;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// A cluster dump (`kubectl get nodes,pods,pdb,daemonsets,replicasets,statefulsets,jobs,configmaps -A -o json`),
+    /// JSON or YAML; `-` reads stdin. Repeatable.
+    #[arg(long = "snapshot", required = true, action = clap::ArgAction::Append)]
+    pub snapshot: Vec<String>,
+
+    /// Report format.
+    #[arg(long = "output", short = 'o', value_enum, default_value = "text")]
+    pub output: OutputFormat,
+
+    /// Evaluate as of this time (RFC 3339); default: now.
+    #[arg(long = "now")]
+    pub now: Option<String>,
+
+    /// Seed for the expanders' random tie-breaks, for reproducible plans.
+    #[arg(long = "random-seed")]
+    pub random_seed: Option<u64>,
+
+    #[command(flatten)]
+    pub flags: DecisionFlags,
+}
+
+/// Errors of `plan`; all of them are bad input (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Snapshot(#[from] snapshot::SnapshotError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--expander={spec}: {message}")]
+    Expander { spec: String, message: String },
+    #[error("--now={0:?}: not an RFC 3339 time (e.g. 2026-11-21T12:00:00Z)")]
+    Now(String),
+    #[error(transparent)]
+    Provider(#[from] providers::ProviderError),
+    #[error("cloud provider: {0}")]
+    Cloud(#[from] cloudprovider::CloudProviderError),
+    #[error("--expander=price needs a cloud provider with pricing, and {0} has none")]
+    NoPricing(String),
+}
+
+/// Runs `plan` and returns the report.
+pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
+    let mut view = ClusterView::default();
+    for source in &args.snapshot {
+        snapshot::load_into(&mut view, source)?;
+    }
+    snapshot::normalize(&mut view);
+    let options = AutoscalingOptions::from_flags(&args.flags)?;
+    let now = match &args.now {
+        Some(t) => t.parse::<Timestamp>().map_err(|_| PlanError::Now(t.clone()))?,
+        None => Timestamp::now(),
+    };
+    let mut expander = match args.random_seed {
+        Some(seed) => expander::Expander::with_seed(&options.expander, seed),
+        None => expander::Expander::new(&options.expander),
+    }
+    .map_err(|e| PlanError::Expander { spec: options.expander.clone(), message: e.to_string() })?;
+
+    let nodes: Vec<_> = view.nodes.iter().map(|n| (**n).clone()).collect();
+    let provider = providers::build_dyn(&args.flags, &nodes, options.resource_limiter())?;
+    provider.refresh().await?;
+    if options.expander.split(',').any(|e| e.trim() == "price") && provider.pricing().is_err() {
+        return Err(PlanError::NoPricing(provider.name().to_string()));
+    }
+    let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options.node_group_defaults).await?;
+    let state = ClusterState::observe(&view, &cloud, &options, now);
+    let memory = LoopMemory::for_plan();
+    let input = DecisionInput { view: &view, cloud: &cloud, state: &state, options: &options, memory: &memory, now };
+    let decision = decide(&input, &mut expander);
+    Ok(match args.output {
+        OutputFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&decision.plan).expect("plans serialize");
+            s.push('\n');
+            s
+        }
+        OutputFormat::Text => report::render(&decision.plan, &format_go_duration(options.node_group_defaults.scale_down_unneeded_time)),
+    })
+}

@@ -1,0 +1,179 @@
+//! Reading a cluster dump: what `kubectl get … -o json|yaml` prints (a `List`, single objects,
+//! or several YAML documents), from files or stdin. Objects the autoscaler does not use are
+//! ignored; a malformed object is an error naming the file, the item and the field.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::core::ClusterView;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{file}: cannot read: {source}")]
+    Read { file: String, source: std::io::Error },
+    #[error("{file}: not valid JSON or YAML: {message}")]
+    Syntax { file: String, message: String },
+    #[error("{file}: {item}: field `{field}`: {message}")]
+    Object { file: String, item: String, field: String, message: String },
+}
+
+/// Reads one snapshot source (`-` for stdin) into the view.
+pub fn load_into(view: &mut ClusterView, source: &str) -> Result<(), SnapshotError> {
+    let text = if source == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| SnapshotError::Read { file: "<stdin>".into(), source: e })?;
+        s
+    } else {
+        std::fs::read_to_string(Path::new(source)).map_err(|e| SnapshotError::Read { file: source.into(), source: e })?
+    };
+    let name = if source == "-" { "<stdin>" } else { source };
+    load_text(view, &text, name)
+}
+
+fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        // JSON, possibly several concatenated objects (`kubectl get -o json` per resource).
+        let mut docs = Vec::new();
+        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            docs.push(doc.map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })?);
+        }
+        return Ok(docs);
+    }
+    serde_saphyr::from_multiple::<Value>(text).map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })
+}
+
+/// Parses dump text and adds every object the autoscaler uses to the view.
+pub fn load_text(view: &mut ClusterView, text: &str, file: &str) -> Result<(), SnapshotError> {
+    for (d, doc) in parse_documents(text, file)?.into_iter().enumerate() {
+        match doc {
+            Value::Null => {}
+            Value::Array(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    add_object(view, item, file, &format!("document {} item {i}", d + 1))?;
+                }
+            }
+            Value::Object(ref map) if map.get("items").is_some_and(Value::is_array) => {
+                let Value::Object(mut map) = doc else { unreachable!() };
+                let Some(Value::Array(items)) = map.remove("items") else { unreachable!() };
+                for (i, item) in items.into_iter().enumerate() {
+                    add_object(view, item, file, &format!("items[{i}]"))?;
+                }
+            }
+            other => add_object(view, other, file, &format!("document {}", d + 1))?,
+        }
+    }
+    Ok(())
+}
+
+fn describe(obj: &Value, position: &str) -> String {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("object");
+    let meta = obj.get("metadata");
+    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("?");
+    match meta.and_then(|m| m.get("namespace")).and_then(Value::as_str) {
+        Some(ns) => format!("{position} ({kind} {ns}/{name})"),
+        None => format!("{position} ({kind} {name})"),
+    }
+}
+
+fn typed<T: DeserializeOwned>(obj: Value, file: &str, item: &str) -> Result<Arc<T>, SnapshotError> {
+    serde_path_to_error::deserialize(obj).map(Arc::new).map_err(|e| SnapshotError::Object {
+        file: file.into(),
+        item: item.into(),
+        field: e.path().to_string(),
+        message: e.inner().to_string(),
+    })
+}
+
+fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) -> Result<(), SnapshotError> {
+    if !obj.is_object() {
+        return Err(SnapshotError::Object {
+            file: file.into(),
+            item: position.into(),
+            field: ".".into(),
+            message: "expected a Kubernetes object".into(),
+        });
+    }
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
+    let item = describe(&obj, position);
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    match (group, kind.as_str()) {
+        ("", "Node") => view.nodes.push(typed(obj, file, &item)?),
+        ("", "Pod") => view.pods.push(typed(obj, file, &item)?),
+        ("", "ReplicationController") => view.replication_controllers.push(typed(obj, file, &item)?),
+        ("", "ConfigMap") => view.config_maps.push(typed(obj, file, &item)?),
+        ("", "Namespace") => view.namespaces.push(typed(obj, file, &item)?),
+        ("policy", "PodDisruptionBudget") if api_version == "policy/v1" => view.pdbs.push(typed(obj, file, &item)?),
+        ("apps", "DaemonSet") => view.daemonsets.push(typed(obj, file, &item)?),
+        ("apps", "ReplicaSet") => view.replicasets.push(typed(obj, file, &item)?),
+        ("apps", "StatefulSet") => view.statefulsets.push(typed(obj, file, &item)?),
+        ("apps", "Deployment") => view.deployments.push(typed(obj, file, &item)?),
+        ("batch", "Job") => view.jobs.push(typed(obj, file, &item)?),
+        ("", "") if obj.get("metadata").is_none() => {
+            return Err(SnapshotError::Object {
+                file: file.into(),
+                item: position.into(),
+                field: "kind".into(),
+                message: "missing kind and apiVersion".into(),
+            });
+        }
+        _ => {} // Not something the autoscaler uses.
+    }
+    Ok(())
+}
+
+/// Sorts objects by name so that reports and decisions do not depend on dump order.
+pub fn normalize(view: &mut ClusterView) {
+    view.nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| (m.namespace.clone(), m.name.clone());
+    view.pods.sort_by_key(|p| key(&p.metadata));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_list_json_is_read_and_unknown_kinds_ignored() {
+        let text = r#"{"apiVersion":"v1","kind":"List","items":[
+            {"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}},
+            {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{"containers":[]}},
+            {"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}
+        ]}"#;
+        let mut view = ClusterView::default();
+        load_text(&mut view, text, "dump.json").unwrap();
+        assert_eq!(view.nodes.len(), 1);
+        assert_eq!(view.pods.len(), 1);
+    }
+
+    #[test]
+    fn yaml_documents_are_read() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: kube-system}\nspec: {selector: {}, template: {}}\n";
+        let mut view = ClusterView::default();
+        load_text(&mut view, text, "dump.yaml").unwrap();
+        assert_eq!(view.nodes.len(), 1);
+        assert_eq!(view.daemonsets.len(), 1);
+    }
+
+    #[test]
+    fn malformed_object_names_file_item_and_field() {
+        let text = r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":"oops"}}]}"#;
+        let err = load_text(&mut ClusterView::default(), text, "dump.json").unwrap_err().to_string();
+        assert!(err.contains("dump.json"), "{err}");
+        assert!(err.contains("items[0] (Pod ns/p)"), "{err}");
+        assert!(err.contains("spec.containers"), "{err}");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_file() {
+        let err = load_text(&mut ClusterView::default(), "{ not json", "x.json").unwrap_err().to_string();
+        assert!(err.starts_with("x.json: not valid JSON or YAML"), "{err}");
+    }
+}
