@@ -206,6 +206,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
                 options,
                 templates: &templates,
                 priority_config: view.priority_expander_config(&options.namespace),
+                priority_config_map_exists: view.priority_expander_config_map(&options.namespace).is_some(),
                 now,
                 current_node_count: registered + upcoming_count,
                 registered_nodes: registered,

@@ -25,16 +25,22 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    /// The `priorities` value of the priority expander's ConfigMap in `namespace`.
-    pub fn priority_expander_config(&self, namespace: &str) -> Option<&str> {
+    /// The priority expander's ConfigMap in `namespace`, if it exists.
+    pub fn priority_expander_config_map(&self, namespace: &str) -> Option<&ConfigMap> {
         self.config_maps
             .iter()
             .find(|c| {
-                c.metadata.name.as_deref() == Some("cluster-autoscaler-priority-expander")
+                c.metadata.name.as_deref() == Some(expander::priority::PRIORITY_CONFIG_MAP_NAME)
                     && c.metadata.namespace.as_deref() == Some(namespace)
             })
+            .map(|c| &**c)
+    }
+
+    /// The `priorities` value of the priority expander's ConfigMap in `namespace`.
+    pub fn priority_expander_config(&self, namespace: &str) -> Option<&str> {
+        self.priority_expander_config_map(namespace)
             .and_then(|c| c.data.as_ref())
-            .and_then(|d| d.get("priorities"))
+            .and_then(|d| d.get(expander::priority::PRIORITY_CONFIG_MAP_KEY))
             .map(String::as_str)
     }
 }

@@ -15,7 +15,6 @@ use crate::core::plan::UnremovableNode;
 
 #[derive(Clone, Debug)]
 pub struct Removable {
-    pub id: NodeId,
     pub name: Arc<str>,
     pub group: String,
     pub utilization: UtilizationInfo,
@@ -71,7 +70,6 @@ pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, cand
         let risky = !ctx.pdbs.can_remove_in_parallel(&to_move.pods);
         ctx.pdbs.remove_pods(&to_move.pods);
         out.removable.push(Removable {
-            id: c.id,
             name: c.name.clone(),
             group: c.group.clone(),
             utilization: c.utilization.clone(),

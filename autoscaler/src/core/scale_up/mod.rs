@@ -12,7 +12,7 @@ pub mod limits;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use estimator::{EstimationLimiter, Threshold};
 use expander::{Expander, ExpanderContext, ExpansionOption};
@@ -41,6 +41,7 @@ pub struct ScaleUpContext<'a> {
     pub options: &'a AutoscalingOptions,
     pub templates: &'a HashMap<String, Template>,
     pub priority_config: Option<&'a str>,
+    pub priority_config_map_exists: bool,
     pub now: Timestamp,
     /// Registered nodes plus upcoming nodes (what `--max-nodes-total` is compared with).
     pub current_node_count: usize,
@@ -260,6 +261,7 @@ pub fn plan_scale_up(
         cluster_node_count: ctx.registered_nodes,
         now: ctx.now,
         priority_config: ctx.priority_config,
+        priority_config_map_exists: ctx.priority_config_map_exists,
         gpu_resource: NVIDIA_GPU,
         gpu_label: &ctx.cloud.gpu_label,
     };
@@ -424,6 +426,3 @@ fn awaiting(
     }
     out
 }
-
-/// `--max-binpacking-time` default, for callers that need it.
-pub const DEFAULT_MAX_BINPACKING_TIME: Duration = Duration::from_secs(300);
