@@ -9,4 +9,5 @@ pub mod config;
 pub mod core;
 pub mod hpa;
 pub mod plan;
+pub mod ports;
 pub mod providers;
