@@ -5,6 +5,7 @@
 pub mod cloud;
 pub mod cluster_state;
 pub mod decide;
+pub mod fixtures;
 pub mod memory;
 pub mod plan;
 pub mod readiness;

@@ -1,0 +1,169 @@
+//! Synthetic clusters for benchmarks and tests: upstream's benchmark scenarios, built directly
+//! as a `ClusterView` and `CloudState` (no provider calls, no I/O).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cloudprovider::{Instance, InstanceState, InstanceStatus, NodeGroupAutoscalingOptions, NodeTemplate, ResourceLimiter};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::json;
+
+use super::cloud::{CloudState, NodeGroupState};
+use super::view::ClusterView;
+
+pub const CREATED: &str = "2026-01-01T00:00:00Z";
+
+pub fn node(name: &str, group: &str, cpu_milli: i64, mem_gib: i64, max_pods: i64) -> Node {
+    let r = json!({"cpu": format!("{cpu_milli}m"), "memory": format!("{mem_gib}Gi"), "pods": max_pods.to_string()});
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "creationTimestamp": CREATED,
+                     "labels": {"kubernetes.io/hostname": name, "group": group}},
+        "spec": {"providerID": format!("bench://{group}/{name}")},
+        "status": {"capacity": r, "allocatable": r,
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": CREATED}]}
+    }))
+    .expect("valid node")
+}
+
+/// A pod of ReplicaSet `rs`, running on `node` or pending (unschedulable) when `node` is None.
+pub fn rs_pod(rs: &str, index: usize, cpu_milli: i64, mem_mib: i64, node: Option<&str>, anti_affinity: bool) -> Pod {
+    let mut spec = json!({"containers": [{"name": "c", "resources": {"requests": {
+        "cpu": format!("{cpu_milli}m"), "memory": format!("{mem_mib}Mi")}}}]});
+    if anti_affinity {
+        spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": rs}}, "topologyKey": "kubernetes.io/hostname"}]}});
+    }
+    let status = match node {
+        Some(n) => {
+            spec["nodeName"] = json!(n);
+            json!({"phase": "Running"})
+        }
+        None => json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}),
+    };
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{rs}-{index}"), "namespace": "default", "uid": format!("{rs}-{index}-uid"),
+                     "creationTimestamp": CREATED, "labels": {"app": rs},
+                     "annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs,
+                                          "uid": format!("{rs}-uid"), "controller": true}]},
+        "spec": spec,
+        "status": status
+    }))
+    .expect("valid pod")
+}
+
+pub fn replicaset(rs: &str, replicas: i32) -> k8s_openapi::api::apps::v1::ReplicaSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": rs, "namespace": "default", "uid": format!("{rs}-uid")},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": rs}}}
+    }))
+    .expect("valid replicaset")
+}
+
+/// A node group whose members are the given nodes, with a template like them.
+pub fn group(id: &str, min: usize, max: usize, members: &[&Node], template: Node) -> NodeGroupState {
+    NodeGroupState {
+        id: id.to_string(),
+        min_size: min,
+        max_size: max,
+        target_size: members.len(),
+        instances: members
+            .iter()
+            .map(|n| Instance {
+                id: n.spec.as_ref().and_then(|s| s.provider_id.clone()).unwrap_or_default(),
+                status: Some(InstanceStatus { state: InstanceState::Running, error: None }),
+            })
+            .collect(),
+        template: Some(NodeTemplate { node: template, pods: Vec::new() }),
+        template_gpu: None,
+        options: NodeGroupAutoscalingOptions::default(),
+        exists: true,
+        autoprovisioned: false,
+        debug: id.to_string(),
+    }
+}
+
+/// Cloud state for the given groups; nodes map to groups by their `group` label.
+pub fn cloud(groups: Vec<NodeGroupState>, nodes: &[Arc<Node>]) -> CloudState {
+    let index: HashMap<String, usize> = groups.iter().enumerate().map(|(i, g)| (g.id.clone(), i)).collect();
+    let mut node_groups = HashMap::new();
+    for n in nodes {
+        let label = n.metadata.labels.as_ref().and_then(|l| l.get("group")).cloned().unwrap_or_default();
+        if let Some(i) = index.get(&label) {
+            node_groups.insert(n.metadata.name.clone().unwrap_or_default(), *i);
+        }
+    }
+    CloudState {
+        provider_name: "bench".into(),
+        groups,
+        node_groups,
+        resource_limiter: ResourceLimiter::default(),
+        ..Default::default()
+    }
+}
+
+/// Upstream's `BenchmarkRunOnceScaleUp`: one node group, no nodes yet, 50,000 pending pods of
+/// which 50 fit a node → 1,000 nodes.
+pub fn scale_up_50k() -> (ClusterView, CloudState) {
+    let template = node("template", "ng", 4000, 16, 110);
+    let mut view = ClusterView::default();
+    view.replicasets.push(Arc::new(replicaset("burst", 50_000)));
+    for i in 0..50_000 {
+        view.pods.push(Arc::new(rs_pod("burst", i, 80, 256, None, false)));
+    }
+    let mut g = group("ng", 0, 2000, &[], template);
+    g.target_size = 0;
+    let cloud = cloud(vec![g], &view.nodes);
+    (view, cloud)
+}
+
+/// Upstream's `BenchmarkRunOnceScaleDown`: 2,000 nodes × 40 pods at 40% utilization, all
+/// safe to evict; the load fits on 800 of them → 1,200 unneeded.
+pub fn scale_down_2000() -> (ClusterView, CloudState) {
+    let mut view = ClusterView::default();
+    let nodes: Vec<Node> = (0..2000).map(|i| node(&format!("node-{i:04}"), "ng", 4000, 16, 110)).collect();
+    view.replicasets.push(Arc::new(replicaset("load", 80_000)));
+    let mut k = 0;
+    for n in &nodes {
+        for _ in 0..40 {
+            view.pods.push(Arc::new(rs_pod("load", k, 40, 100, n.metadata.name.as_deref(), false)));
+            k += 1;
+        }
+    }
+    let members: Vec<&Node> = nodes.iter().collect();
+    let g = group("ng", 0, 3000, &members, nodes[0].clone());
+    view.nodes = nodes.into_iter().map(Arc::new).collect();
+    let cloud = cloud(vec![g], &view.nodes);
+    (view, cloud)
+}
+
+/// An anti-affinity surge: 5,000 nodes in 50 groups of 100, ten Deployments of 5,000 replicas
+/// each spread one per node by hostname anti-affinity (50,000 pods), and 6,000 pending replicas
+/// of an eleventh such Deployment: 5,000 fit the existing nodes, 1,000 need new ones.
+pub fn anti_affinity_surge() -> (ClusterView, CloudState) {
+    let mut view = ClusterView::default();
+    let mut groups = Vec::new();
+    let mut all_nodes = Vec::new();
+    for g in 0..50 {
+        let id = format!("ng-{g:02}");
+        let nodes: Vec<Node> = (0..100).map(|i| node(&format!("{id}-{i:03}"), &id, 3900, 16, 110)).collect();
+        let members: Vec<&Node> = nodes.iter().collect();
+        groups.push(group(&id, 0, 200, &members, nodes[0].clone()));
+        all_nodes.extend(nodes);
+    }
+    for d in 0..10 {
+        let rs = format!("svc-{d}");
+        view.replicasets.push(Arc::new(replicaset(&rs, 5000)));
+        for (i, n) in all_nodes.iter().enumerate() {
+            view.pods.push(Arc::new(rs_pod(&rs, i, 300, 1024, n.metadata.name.as_deref(), true)));
+        }
+    }
+    view.replicasets.push(Arc::new(replicaset("surge", 6000)));
+    for i in 0..6000 {
+        view.pods.push(Arc::new(rs_pod("surge", i, 300, 1024, None, true)));
+    }
+    view.nodes = all_nodes.into_iter().map(Arc::new).collect();
+    let cloud = cloud(groups, &view.nodes);
+    (view, cloud)
+}
