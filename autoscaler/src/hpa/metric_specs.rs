@@ -10,7 +10,7 @@ use simulator::labels::Selector;
 use simulator::quantity::parse_milli;
 
 use super::format::{go_label_selector, milli_quantity};
-use super::metrics::MetricsSource;
+use super::metrics::{MetricsSource, PodResourceMetrics, Usage};
 use super::replica_calculator::{ReplicaCalculator, resource_usage};
 
 pub(crate) struct MetricContext<'a> {
@@ -114,13 +114,24 @@ fn resource_metric(
                 "unable to get metrics for resource {resource}: no metrics returned from resource metrics API"
             ));
         }
-        resource_usage(raw, container, ctx.namespace)
-            .map_err(|e| format!("unable to get metrics for resource {resource}: {e}"))
+        Ok(raw)
     };
+    fn usage<'m>(
+        raw: &'m PodResourceMetrics,
+        container: &str,
+        namespace: &str,
+        resource: &str,
+    ) -> Result<Usage<'m>, String> {
+        resource_usage(raw, container, namespace)
+            .map_err(|e| format!("unable to get metrics for resource {resource}: {e}"))
+    }
     let (replicas, current, name) = if let Some(average_value) = &target.average_value {
         let target_usage = milli(average_value, "averageValue")?;
         let proposal = fetch()
-            .and_then(|m| ctx.calculator.plain_metric_replicas(ctx.spec_replicas, target_usage, resource, m))
+            .and_then(|raw| {
+                let m = usage(&raw, container, ctx.namespace, resource)?;
+                ctx.calculator.plain_metric_replicas(ctx.spec_replicas, target_usage, resource, m)
+            })
             .map_err(|e| format!("failed to get {resource} usage: {e}"))?;
         let current = MetricValueStatus { average_value: Some(milli_quantity(proposal.usage)), ..Default::default() };
         (proposal.replicas, current, format!("{resource} resource"))
@@ -129,7 +140,8 @@ fn resource_metric(
             return Err("invalid resource metric source: neither an average utilization target nor an average value (usage) target was set".into());
         };
         let proposal = fetch()
-            .and_then(|m| {
+            .and_then(|raw| {
+                let m = usage(&raw, container, ctx.namespace, resource)?;
                 ctx.calculator.resource_utilization_replicas(
                     ctx.spec_replicas,
                     target_utilization,
@@ -184,7 +196,8 @@ fn pods_metric(
         if raw.is_empty() {
             return Err(format!("unable to get metric {}: no metrics returned from custom metrics API", metric.name));
         }
-        ctx.calculator.plain_metric_replicas(ctx.spec_replicas, target_usage, "", raw)
+        let usage = raw.iter().map(|(name, metric)| (name.as_str(), *metric)).collect();
+        ctx.calculator.plain_metric_replicas(ctx.spec_replicas, target_usage, "", usage)
     };
     let proposal = compute().map_err(|cause| MetricFailure::new("FailedGetPodsMetric", cause, wrap))?;
     let status = MetricStatus {

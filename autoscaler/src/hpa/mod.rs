@@ -151,7 +151,8 @@ impl HpaDecision {
             } else {
                 previous.and_then(|s| s.last_scale_time.clone())
             },
-            observed_generation: previous.and_then(|s| s.observed_generation),
+            // Upstream rebuilds the status without it.
+            observed_generation: None,
         }
     }
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodCondition};
 use k8s_openapi::jiff::Timestamp;
 use simulator::quantity::parse_milli;
 
-use super::metrics::{PodMetric, PodMetricsInfo, PodResourceMetrics};
+use super::metrics::{FastHash, PodMetric, PodResourceMetrics, Usage};
 
 /// The ratio band `[1 - scale_down, 1 + scale_up]` inside which a metric proposes no change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,7 +89,7 @@ impl<'a> ReplicaCalculator<'a> {
     /// Upstream's `groupPods`: deleted and Failed pods are ignored, Pending ones unready, pods
     /// without a metric missing; for cpu, pods still initializing or whose metric was sampled
     /// before they became ready are unready too.
-    fn group_pods(&self, metrics: &PodMetricsInfo, resource: &str) -> PodGroups<'a> {
+    fn group_pods(&self, metrics: &Usage<'_>, resource: &str) -> PodGroups<'a> {
         let mut groups = PodGroups { ready_count: 0, unready: Vec::new(), missing: Vec::new(), ignored: Vec::new() };
         for pod in self.pods {
             let name = pod_name(pod);
@@ -128,20 +128,23 @@ impl<'a> ReplicaCalculator<'a> {
     }
 
     /// `GetResourceReplicas`: a Utilization target (integer percent of requests).
-    pub fn resource_utilization_replicas(
+    pub fn resource_utilization_replicas<'m>(
         &self,
         current_replicas: i32,
         target_utilization: i32,
         resource: &str,
-        mut metrics: PodMetricsInfo,
+        mut metrics: Usage<'m>,
         container: &str,
-    ) -> Result<Proposal, String> {
+    ) -> Result<Proposal, String>
+    where
+        'a: 'm,
+    {
         if self.pods.is_empty() {
             return Err("no pods returned by selector while calculating replica count".into());
         }
         let groups = self.group_pods(&metrics, resource);
         for name in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(*name);
+            metrics.remove(name);
         }
         if metrics.is_empty() {
             return Err("did not receive metrics for targeted pods (pods might be unready)".into());
@@ -165,17 +168,17 @@ impl<'a> ReplicaCalculator<'a> {
                 let fallback = i64::from(target_utilization.max(100));
                 for name in &groups.missing {
                     let value = requests.get(name).copied().unwrap_or(0) * fallback / 100;
-                    metrics.insert((*name).to_string(), filler(value));
+                    metrics.insert(name, filler(value));
                 }
             } else if usage_ratio > 1.0 {
                 for name in &groups.missing {
-                    metrics.insert((*name).to_string(), filler(0));
+                    metrics.insert(name, filler(0));
                 }
             }
         }
         if scale_up_with_unready {
             for name in &groups.unready {
-                metrics.insert((*name).to_string(), filler(0));
+                metrics.insert(name, filler(0));
             }
         }
         let (new_ratio, _, _) = utilization_ratio(&metrics, &requests, target_utilization)?;
@@ -184,19 +187,22 @@ impl<'a> ReplicaCalculator<'a> {
     }
 
     /// `calcPlainMetricReplicas`: an AverageValue target on a per-pod metric.
-    pub fn plain_metric_replicas(
+    pub fn plain_metric_replicas<'m>(
         &self,
         current_replicas: i32,
         target_usage: i64,
         resource: &str,
-        mut metrics: PodMetricsInfo,
-    ) -> Result<Proposal, String> {
+        mut metrics: Usage<'m>,
+    ) -> Result<Proposal, String>
+    where
+        'a: 'm,
+    {
         if self.pods.is_empty() {
             return Err("no pods returned by selector while calculating replica count".into());
         }
         let groups = self.group_pods(&metrics, resource);
         for name in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(*name);
+            metrics.remove(name);
         }
         if metrics.is_empty() {
             return Err("did not receive metrics for targeted pods (pods might be unready)".into());
@@ -223,13 +229,13 @@ impl<'a> ReplicaCalculator<'a> {
             };
             if let Some(value) = fill {
                 for name in &groups.missing {
-                    metrics.insert((*name).to_string(), filler(value));
+                    metrics.insert(name, filler(value));
                 }
             }
         }
         if scale_up_with_unready {
             for name in &groups.unready {
-                metrics.insert((*name).to_string(), filler(0));
+                metrics.insert(name, filler(0));
             }
         }
         let (new_ratio, _) = usage_ratio_of(&metrics, target_usage);
@@ -288,8 +294,8 @@ impl<'a> ReplicaCalculator<'a> {
     /// Upstream's `calculateRequests`: per pod, the request of `resource` (one container's when
     /// `container` is set, else pod-level requests when set, else the sum over containers and
     /// restartable init containers). Every listed pod must have it.
-    fn requests(&self, container: &str, resource: &str) -> Result<HashMap<&'a str, i64>, String> {
-        let mut requests = HashMap::with_capacity(self.pods.len());
+    fn requests(&self, container: &str, resource: &str) -> Result<HashMap<&'a str, i64, FastHash>, String> {
+        let mut requests = HashMap::with_capacity_and_hasher(self.pods.len(), FastHash::default());
         for pod in self.pods {
             let name = pod_name(pod);
             let pod_level = pod
@@ -377,15 +383,15 @@ fn pod_level_request(
 /// Upstream's `GetResourceUtilizationRatio`: (usage ratio, utilization %, raw average usage).
 /// Metrics of pods without a known request are extraneous and skipped.
 fn utilization_ratio(
-    metrics: &PodMetricsInfo,
-    requests: &HashMap<&str, i64>,
+    metrics: &Usage<'_>,
+    requests: &HashMap<&str, i64, FastHash>,
     target_utilization: i32,
 ) -> Result<(f64, i32, i64), String> {
     let mut metrics_total = 0i128;
     let mut requests_total = 0i128;
     let mut entries = 0i128;
     for (name, metric) in metrics {
-        let Some(request) = requests.get(name.as_str()) else { continue };
+        let Some(request) = requests.get(name) else { continue };
         metrics_total += i128::from(metric.value);
         requests_total += i128::from(*request);
         entries += 1;
@@ -399,7 +405,7 @@ fn utilization_ratio(
 }
 
 /// Upstream's `GetMetricUsageRatio`: (usage ratio, average usage) over every metric returned.
-fn usage_ratio_of(metrics: &PodMetricsInfo, target_usage: i64) -> (f64, i64) {
+fn usage_ratio_of(metrics: &Usage<'_>, target_usage: i64) -> (f64, i64) {
     let total: i128 = metrics.values().map(|m| i128::from(m.value)).sum();
     let usage = (total / metrics.len() as i128) as i64;
     (usage as f64 / target_usage as f64, usage)
@@ -407,12 +413,12 @@ fn usage_ratio_of(metrics: &PodMetricsInfo, target_usage: i64) -> (f64, i64) {
 
 /// The `metrics.k8s.io` client side: per pod, the usage of one container, or the sum over all
 /// containers (a pod with a container lacking the resource counts as missing).
-pub(crate) fn resource_usage(
-    metrics: PodResourceMetrics,
+pub(crate) fn resource_usage<'m>(
+    metrics: &'m PodResourceMetrics,
     container: &str,
     namespace: &str,
-) -> Result<PodMetricsInfo, String> {
-    let mut result = PodMetricsInfo::with_capacity(metrics.len());
+) -> Result<Usage<'m>, String> {
+    let mut result = Usage::with_capacity_and_hasher(metrics.len(), FastHash::default());
     for (pod, metric) in metrics {
         let value = if container.is_empty() {
             if metric.containers.is_empty() {
@@ -429,7 +435,7 @@ pub(crate) fn resource_usage(
             found.value
         };
         if let Some(value) = value {
-            result.insert(pod, PodMetric { value, timestamp: metric.timestamp, window: metric.window });
+            result.insert(pod.as_str(), PodMetric { value, timestamp: metric.timestamp, window: metric.window });
         }
     }
     Ok(result)

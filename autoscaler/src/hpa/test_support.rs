@@ -64,12 +64,22 @@ fn absent(what: &str) -> MetricsError {
 }
 
 impl MetricsSource for FakeMetrics {
-    fn pod_resource_metrics(&self, _: &str, _: &Selector, resource: &str) -> Result<PodResourceMetrics, MetricsError> {
-        self.resources.get(resource).cloned().ok_or_else(|| absent(resource))
+    fn pod_resource_metrics(
+        &self,
+        _: &str,
+        _: &Selector,
+        resource: &str,
+    ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
+        self.resources.get(resource).cloned().map(Arc::new).ok_or_else(|| absent(resource))
     }
 
-    fn pods_metric(&self, _: &str, metric: &MetricIdentifier, _: &Selector) -> Result<PodMetricsInfo, MetricsError> {
-        self.pods.get(&metric.name).cloned().ok_or_else(|| absent(&metric.name))
+    fn pods_metric(
+        &self,
+        _: &str,
+        metric: &MetricIdentifier,
+        _: &Selector,
+    ) -> Result<Arc<PodMetricsInfo>, MetricsError> {
+        self.pods.get(&metric.name).cloned().map(Arc::new).ok_or_else(|| absent(&metric.name))
     }
 
     fn object_metric(

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use super::spec::ResolvedSpec;
-use crate::hpa::metrics::PodMetricsInfo;
+use crate::hpa::metrics::Usage;
 use crate::hpa::replica_calculator::{add, phase, pod_name, ready_condition, start_time, transition_time};
 
 /// A replica proposal for one metric and where its value stands against the watermarks.
@@ -81,7 +81,7 @@ pub(crate) fn ready_pods_count(
 pub(crate) fn group_pods<'a>(
     pods: &'a [Arc<Pod>],
     target: &str,
-    metrics: &PodMetricsInfo,
+    metrics: &Usage<'_>,
     resource: &str,
     readiness_delay: Duration,
 ) -> (Vec<&'a str>, Vec<&'a str>) {

@@ -587,7 +587,7 @@ fn resource_replicas(
     if raw.is_empty() {
         return Err(format!("{}: no metrics returned from resource metrics API", describe()));
     }
-    let mut metrics = resource_usage(raw, "", namespace).map_err(|e| format!("{}: {e}", describe()))?;
+    let mut metrics = resource_usage(&raw, "", namespace).map_err(|e| format!("{}: {e}", describe()))?;
     if pods.is_empty() {
         return Err("no pods returned by selector while calculating replica count".into());
     }
@@ -602,7 +602,7 @@ fn resource_replicas(
         return Err(format!("{ratio} % of the pods are unready, will not autoscale {namespace}/{target}"));
     }
     for name in &ignored {
-        metrics.remove(*name);
+        metrics.remove(name);
     }
     if metrics.is_empty() || (spec.average && ready == 0) {
         return Err("did not receive metrics for any ready pods".into());

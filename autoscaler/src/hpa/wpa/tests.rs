@@ -352,3 +352,22 @@ fn wpa_objects_round_trip_through_json() {
     assert!(text["spec"].get("upscaleForbiddenWindowSeconds").is_none());
     assert_eq!(serde_json::from_value::<WatermarkPodAutoscaler>(text).unwrap(), original);
 }
+
+#[test]
+fn failed_rescale_keeps_the_previous_scale_time() {
+    let mut state = settled();
+    let mut d = run(&wpa(json!({})), &pods(10, "1"), 600, &mut state, t(0));
+    assert!(d.applies());
+    d.rescale_failed(&mut state, "conflict", t(0));
+    assert_eq!((d.outcome, d.rescale, d.desired_replicas), (WpaOutcome::RescaleFailed, false, 10));
+    let failed = d.events.last().unwrap();
+    assert_eq!(
+        (failed.reason.as_str(), failed.message.as_str()),
+        ("FailedScale", "New size: 15; reason: queue{map[service:billing]} above target; error: conflict")
+    );
+    assert_eq!(condition(&d, "AbleToScale"), ("False", "FailedScale"));
+    assert_eq!(state.status.last_scale_time.as_ref().unwrap().0, t(-3600));
+    assert_eq!((state.status.scaling_events_count, state.status.current_replicas), (0, 10));
+    // No forbidden window starts: the next reconcile scales right away.
+    assert!(run(&wpa(json!({})), &pods(10, "1"), 600, &mut state, t(15)).applies());
+}
