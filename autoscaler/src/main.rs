@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use autoscaler::plan::{self, PlanArgs};
 
 #[derive(Parser)]
-#[command(name = "cluster-autoscaler", version, about = "A Kubernetes cluster autoscaler compatible with upstream's flags")]
+#[command(
+    name = "cluster-autoscaler",
+    version,
+    about = "A Kubernetes cluster autoscaler compatible with upstream's flags"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -34,7 +38,9 @@ fn main() -> ExitCode {
             }
         },
         None => {
-            eprintln!("error: running as a controller against a cluster is not built yet; use `cluster-autoscaler plan`");
+            eprintln!(
+                "error: running as a controller against a cluster is not built yet; use `cluster-autoscaler plan`"
+            );
             ExitCode::from(2)
         }
     }

@@ -70,7 +70,12 @@ impl ObjectRef {
     }
 
     pub fn config_map(namespace: &str, name: &str) -> Self {
-        ObjectRef { api_version: "v1".into(), kind: "ConfigMap".into(), namespace: Some(namespace.into()), name: name.into() }
+        ObjectRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
     }
 }
 
@@ -147,7 +152,13 @@ pub trait ClusterActions: Send + Sync {
 
     /// Writes (creates or replaces) the status ConfigMap: `data.status` holds `status_yaml`, the
     /// annotation `cluster-autoscaler.kubernetes.io/last-updated` holds `last_updated`.
-    async fn write_status(&self, namespace: &str, name: &str, status_yaml: &str, last_updated: &str) -> Result<(), PortError>;
+    async fn write_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status_yaml: &str,
+        last_updated: &str,
+    ) -> Result<(), PortError>;
 
     /// Records a Kubernetes Event.
     async fn record_event(&self, event: Event) -> Result<(), PortError>;

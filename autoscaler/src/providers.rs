@@ -20,7 +20,11 @@ pub enum ProviderError {
     Static(#[from] cloudprovider::static_provider::ConfigError),
 }
 
-pub fn build(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) -> Result<Arc<StaticCloudProvider>, ProviderError> {
+pub fn build(
+    flags: &DecisionFlags,
+    nodes: &[Node],
+    limiter: ResourceLimiter,
+) -> Result<Arc<StaticCloudProvider>, ProviderError> {
     match flags.cloud_provider.as_str() {
         "static" => {
             let path = (!flags.cloud_config.is_empty()).then(|| Path::new(&flags.cloud_config));
@@ -32,6 +36,10 @@ pub fn build(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) ->
 }
 
 /// The same, as a trait object.
-pub fn build_dyn(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) -> Result<Arc<dyn CloudProvider>, ProviderError> {
+pub fn build_dyn(
+    flags: &DecisionFlags,
+    nodes: &[Node],
+    limiter: ResourceLimiter,
+) -> Result<Arc<dyn CloudProvider>, ProviderError> {
     Ok(build(flags, nodes, limiter)?)
 }

@@ -166,10 +166,18 @@ impl AutoscalingOptions {
             });
         }
         if f.max_scale_down_parallelism == 0 {
-            return Err(ConfigError { flag: "max-scale-down-parallelism", value: "0".into(), reason: "must be at least 1".into() });
+            return Err(ConfigError {
+                flag: "max-scale-down-parallelism",
+                value: "0".into(),
+                reason: "must be at least 1".into(),
+            });
         }
         if f.max_drain_parallelism == 0 {
-            return Err(ConfigError { flag: "max-drain-parallelism", value: "0".into(), reason: "must be at least 1".into() });
+            return Err(ConfigError {
+                flag: "max-drain-parallelism",
+                value: "0".into(),
+                reason: "must be at least 1".into(),
+            });
         }
         if f.scan_interval.is_zero() {
             return Err(ConfigError { flag: "scan-interval", value: "0s".into(), reason: "must be positive".into() });

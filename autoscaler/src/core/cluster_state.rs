@@ -68,7 +68,8 @@ impl ClusterState {
         for node in &view.nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let group = cloud.group_of_node(&name);
-            let startup = group.map_or(options.node_group_defaults.max_node_startup_time, |g| g.options.max_node_startup_time);
+            let startup =
+                group.map_or(options.node_group_defaults.max_node_startup_time, |g| g.options.max_node_startup_time);
             let r = readiness(node, now, startup, &options.startup_taints, &cloud.gpu_label);
             match r {
                 Readiness::Ready => state.ready += 1,

@@ -50,9 +50,11 @@ pub fn is_unschedulable(pod: &Pod) -> bool {
     !bound
         && phase == "Pending"
         && pod.metadata.deletion_timestamp.is_none()
-        && status.and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| {
-            c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
-        })
+        && status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
 }
 
 fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
@@ -112,7 +114,10 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
         if info.priority < options.expendable_pods_priority_cutoff {
             if unschedulable {
-                ignored.insert(info.key.to_string(), "expendable: priority below --expendable-pods-priority-cutoff".into());
+                ignored.insert(
+                    info.key.to_string(),
+                    "expendable: priority below --expendable-pods-priority-cutoff".into(),
+                );
             }
             continue;
         }

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cloudprovider::{Instance, InstanceState, InstanceStatus, NodeGroupAutoscalingOptions, NodeTemplate, ResourceLimiter};
+use cloudprovider::{
+    Instance, InstanceState, InstanceStatus, NodeGroupAutoscalingOptions, NodeTemplate, ResourceLimiter,
+};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::jiff::Timestamp;
 use simulator::predicates::{matches_node_selection, untolerated_taint};
 use simulator::well_known::{
-    DELETION_CANDIDATE_TAINT, HOSTNAME_LABEL, NODE_CONDITION_TAINTS, STARTUP_TAINT_PREFIX, IGNORE_TAINT_PREFIX,
+    DELETION_CANDIDATE_TAINT, HOSTNAME_LABEL, IGNORE_TAINT_PREFIX, NODE_CONDITION_TAINTS, STARTUP_TAINT_PREFIX,
     STATUS_TAINT_PREFIX, TEMPLATE_NODE_LABEL, TO_BE_DELETED_TAINT,
 };
 use simulator::{NodeInfo, PodInfo};
@@ -142,7 +142,8 @@ pub fn daemonset_pod_for_node(ds: &DaemonSet, node: &Node) -> Option<PodInfo> {
     let info = PodInfo::new(Arc::new(pod));
     let node_info = NodeInfo::new(Arc::new(node.clone()));
     let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
-    (matches_node_selection(&info, &node_info) && untolerated_taint(taints, info.tolerations()).is_none()).then_some(info)
+    (matches_node_selection(&info, &node_info) && untolerated_taint(taints, info.tolerations()).is_none())
+        .then_some(info)
 }
 
 fn node_info_with_pods(node: Node, pods: impl IntoIterator<Item = PodInfo>) -> NodeInfo {
@@ -173,7 +174,8 @@ fn template_pod(pod: &PodInfo, template_name: &str) -> PodInfo {
 }
 
 fn stable_for_a_minute(node: &Node, now: Timestamp) -> bool {
-    let ready = node.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    let ready =
+        node.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
     match ready.and_then(|c| c.last_transition_time.as_ref()) {
         Some(t) => now.duration_since(t.0).as_secs() >= 60,
         None => true,
@@ -203,7 +205,9 @@ pub fn build_templates(
             .collect();
         if options.force_ds {
             for ds in &view.daemonsets {
-                let covered = pods.iter().any(|p| p.controller.as_ref().is_some_and(|c| Some(&c.uid) == ds.metadata.uid.as_ref()));
+                let covered = pods
+                    .iter()
+                    .any(|p| p.controller.as_ref().is_some_and(|c| Some(&c.uid) == ds.metadata.uid.as_ref()));
                 if !covered && let Some(p) = daemonset_pod_for_node(ds, &clean) {
                     pods.push(p);
                 }
@@ -219,7 +223,8 @@ pub fn build_templates(
             continue;
         }
         let schedulable = !node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
-        if state.is_ready(name) && schedulable && to_be_deleted_since(node).is_none() && stable_for_a_minute(node, now) {
+        if state.is_ready(name) && schedulable && to_be_deleted_since(node).is_none() && stable_for_a_minute(node, now)
+        {
             out.insert(
                 group.id.clone(),
                 Template { node_info: Arc::new(from_node(node, &group.id)), source: TemplateSource::Node(name.into()) },
@@ -234,13 +239,13 @@ pub fn build_templates(
         let Some(t) = group.template.as_ref() else { continue };
         let clean = sanitize_node(&t.node, &group.id, options);
         let template_name = clean.metadata.name.clone().unwrap_or_default();
-        let mut pods: Vec<PodInfo> = t
-            .pods
-            .iter()
-            .map(|p| template_pod(&PodInfo::new(Arc::new(p.clone())), &template_name))
-            .collect();
+        let mut pods: Vec<PodInfo> =
+            t.pods.iter().map(|p| template_pod(&PodInfo::new(Arc::new(p.clone())), &template_name)).collect();
         pods.extend(view.daemonsets.iter().filter_map(|ds| daemonset_pod_for_node(ds, &clean)));
-        out.insert(group.id.clone(), Template { node_info: Arc::new(node_info_with_pods(clean, pods)), source: TemplateSource::CloudProvider });
+        out.insert(
+            group.id.clone(),
+            Template { node_info: Arc::new(node_info_with_pods(clean, pods)), source: TemplateSource::CloudProvider },
+        );
     }
     // 3. Last resort: any node of the group.
     for node in &view.nodes {
@@ -251,7 +256,10 @@ pub fn build_templates(
         }
         out.insert(
             group.id.clone(),
-            Template { node_info: Arc::new(from_node(node, &group.id)), source: TemplateSource::UnreadyNode(name.into()) },
+            Template {
+                node_info: Arc::new(from_node(node, &group.id)),
+                source: TemplateSource::UnreadyNode(name.into()),
+            },
         );
     }
     out

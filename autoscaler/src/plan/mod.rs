@@ -97,6 +97,8 @@ pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
             s.push('\n');
             s
         }
-        OutputFormat::Text => report::render(&decision.plan, &format_go_duration(options.node_group_defaults.scale_down_unneeded_time)),
+        OutputFormat::Text => {
+            report::render(&decision.plan, &format_go_duration(options.node_group_defaults.scale_down_unneeded_time))
+        }
     })
 }

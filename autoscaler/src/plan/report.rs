@@ -76,7 +76,8 @@ pub fn render(plan: &Plan, unneeded_time: &str) -> String {
                 let _ = writeln!(out, "  Options: {}; the expander chose {chosen}.", others.join(", "));
             }
             if !up.pods_triggered.is_empty() {
-                let _ = writeln!(out, "  Triggered by {} pod(s): {}", up.pods_triggered.len(), list(&up.pods_triggered));
+                let _ =
+                    writeln!(out, "  Triggered by {} pod(s): {}", up.pods_triggered.len(), list(&up.pods_triggered));
             }
         }
         other => {
@@ -130,7 +131,12 @@ pub fn render(plan: &Plan, unneeded_time: &str) -> String {
 
     let down = &plan.scale_down;
     let _ = writeln!(out);
-    let _ = writeln!(out, "Scale-down: {}{}", down.status, if down.message.is_empty() { String::new() } else { format!(" — {}", down.message) });
+    let _ = writeln!(
+        out,
+        "Scale-down: {}{}",
+        down.status,
+        if down.message.is_empty() { String::new() } else { format!(" — {}", down.message) }
+    );
     if !down.unneeded.is_empty() {
         let _ = writeln!(out, "  Unneeded ({}), removed once unneeded for {unneeded_time}:", down.unneeded.len());
         for n in &down.unneeded {

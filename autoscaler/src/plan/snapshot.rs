@@ -30,7 +30,8 @@ pub fn load_into(view: &mut ClusterView, source: &str) -> Result<(), SnapshotErr
             .map_err(|e| SnapshotError::Read { file: "<stdin>".into(), source: e })?;
         s
     } else {
-        std::fs::read_to_string(Path::new(source)).map_err(|e| SnapshotError::Read { file: source.into(), source: e })?
+        std::fs::read_to_string(Path::new(source))
+            .map_err(|e| SnapshotError::Read { file: source.into(), source: e })?
     };
     let name = if source == "-" { "<stdin>" } else { source };
     load_text(view, &text, name)
@@ -46,7 +47,8 @@ fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> 
         }
         return Ok(docs);
     }
-    serde_saphyr::from_multiple::<Value>(text).map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })
+    serde_saphyr::from_multiple::<Value>(text)
+        .map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })
 }
 
 /// Parses dump text and adds every object the autoscaler uses to the view.

@@ -150,13 +150,18 @@ fn drop_incomplete_atomic_groups(
         *per_group.entry(c.group.clone()).or_insert(0) += 1;
     }
     let incomplete = |group: &str| {
-        ctx.cloud
-            .group(group)
-            .is_some_and(|g| g.options.zero_or_max_node_scaling && per_group.get(group).copied().unwrap_or(0) < g.target_size)
+        ctx.cloud.group(group).is_some_and(|g| {
+            g.options.zero_or_max_node_scaling && per_group.get(group).copied().unwrap_or(0) < g.target_size
+        })
     };
     let (keep, drop): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|c| !incomplete(&c.group));
     for c in drop {
-        out.push(unremovable(&c.name, Some(&c.group), UnremovableReason::AtomicScaleDownFailed, Some(c.utilization.utilization)));
+        out.push(unremovable(
+            &c.name,
+            Some(&c.group),
+            UnremovableReason::AtomicScaleDownFailed,
+            Some(c.utilization.utilization),
+        ));
     }
     keep
 }

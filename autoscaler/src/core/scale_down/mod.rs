@@ -104,6 +104,9 @@ pub fn plan_scale_down(ctx: ScaleDownContext, snapshot: &mut ClusterSnapshot) ->
 }
 
 /// Node names of the snapshot's registered nodes, in snapshot order.
-fn registered_nodes<'a>(snapshot: &'a ClusterSnapshot, upcoming: &'a HashSet<NodeId>) -> impl Iterator<Item = (NodeId, Arc<str>)> + 'a {
+fn registered_nodes<'a>(
+    snapshot: &'a ClusterSnapshot,
+    upcoming: &'a HashSet<NodeId>,
+) -> impl Iterator<Item = (NodeId, Arc<str>)> + 'a {
     snapshot.nodes().filter(|(id, _)| !upcoming.contains(id)).map(|(id, n)| (id, n.name.clone()))
 }

@@ -74,19 +74,25 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
         .cloud
         .groups
         .iter()
-        .map(|g| (g.id.clone(), g.target_size.saturating_sub(ctx.state.group(&g.id).map_or(0, |s| s.deletions_in_progress))))
+        .map(|g| {
+            (g.id.clone(), g.target_size.saturating_sub(ctx.state.group(&g.id).map_or(0, |s| s.deletions_in_progress)))
+        })
         .collect();
     let mut totals = cluster_totals(ctx);
     let limiter = &ctx.cloud.resource_limiter;
     let mut ready_now: Vec<&Removable> = Vec::new();
     // Upstream checks empty nodes first, then nodes that need a drain.
-    let ordered = removable.iter().filter(|r| r.pods_to_move.is_empty()).chain(removable.iter().filter(|r| !r.pods_to_move.is_empty()));
+    let ordered = removable
+        .iter()
+        .filter(|r| r.pods_to_move.is_empty())
+        .chain(removable.iter().filter(|r| !r.pods_to_move.is_empty()));
     for r in ordered {
         let since = ctx.memory.unneeded_since.get(&*r.name).copied().unwrap_or(ctx.now);
         out.unneeded_since.insert(r.name.to_string(), since);
         let group = ctx.cloud.group(&r.group).expect("removable nodes belong to a group");
         let ready = ctx.state.is_ready(&r.name);
-        let threshold = if ready { group.options.scale_down_unneeded_time } else { group.options.scale_down_unready_time };
+        let threshold =
+            if ready { group.options.scale_down_unneeded_time } else { group.options.scale_down_unready_time };
         let removable_after = since + to_signed(threshold);
         let fail = |reason| unremovable(&r.name, Some(&r.group), reason, Some(r.utilization.utilization));
         let long_enough = ctx.memory.assume_unneeded_long_enough || removable_after < ctx.now;
@@ -97,7 +103,14 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
                 continue;
             }
             let gpu_type = ctx.cloud.node_gpus.get(&*r.name).map(|g| g.gpu_type.clone()).filter(|t| !t.is_empty());
-            let info = NodeInfo::new(ctx.view.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&*r.name)).cloned().unwrap_or_default());
+            let info = NodeInfo::new(
+                ctx.view
+                    .nodes
+                    .iter()
+                    .find(|n| n.metadata.name.as_deref() == Some(&*r.name))
+                    .cloned()
+                    .unwrap_or_default(),
+            );
             let delta = node_delta(&info, gpu_type.as_deref(), NVIDIA_GPU);
             let exceeds = delta.iter().any(|(res, d)| {
                 limiter.min.contains_key(res) && totals.get(res).copied().unwrap_or(0) - d < limiter.min(res)
@@ -141,7 +154,8 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
     }
     ready_now.retain(|r| {
         let g = ctx.cloud.group(&r.group).expect("known group");
-        !g.options.zero_or_max_node_scaling || ready_per_group.get(r.group.as_str()).copied().unwrap_or(0) >= g.target_size
+        !g.options.zero_or_max_node_scaling
+            || ready_per_group.get(r.group.as_str()).copied().unwrap_or(0) >= g.target_size
     });
 
     out.status = if out.unneeded.is_empty() { "NoCandidates" } else { "CandidatesPresent" };

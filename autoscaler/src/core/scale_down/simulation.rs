@@ -42,11 +42,17 @@ pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, cand
             break;
         }
         let node = snapshot.node(c.id).expect("candidate node");
-        let drain = DrainContext { pdbs: &ctx.pdbs, controllers: ctx.controllers, options: &ctx.options.drain, now: ctx.now };
+        let drain =
+            DrainContext { pdbs: &ctx.pdbs, controllers: ctx.controllers, options: &ctx.options.drain, now: ctx.now };
         let to_move = match pods_to_move(node, &drain) {
             Ok(p) => p,
             Err(blocked) => {
-                let mut u = unremovable(&c.name, Some(&c.group), UnremovableReason::BlockedByPod, Some(c.utilization.utilization));
+                let mut u = unremovable(
+                    &c.name,
+                    Some(&c.group),
+                    UnremovableReason::BlockedByPod,
+                    Some(c.utilization.utilization),
+                );
                 u.blocking_pod = Some(blocked.pod.key.to_string());
                 u.blocking_reason = Some(blocked.reason.as_str().to_string());
                 out.unremovable.push(u);
@@ -101,7 +107,8 @@ fn move_pods(
         return false;
     }
     for pod in pods {
-        let accept = |id: NodeId, _: &simulator::NodeInfo| id != node && !removed.contains(&id) && !upcoming.contains(&id);
+        let accept =
+            |id: NodeId, _: &simulator::NodeInfo| id != node && !removed.contains(&id) && !upcoming.contains(&id);
         match snapshot.find_node_for(pod, hint, accept) {
             Some(dest) => {
                 if snapshot.add_pod(pod.clone(), dest).is_err() {

@@ -122,12 +122,7 @@ pub fn distribute(groups: &[BalanceTarget], new_nodes: usize) -> Vec<(String, us
         sizes[i] += 1;
         remaining -= 1;
     }
-    groups
-        .iter()
-        .zip(sizes)
-        .filter(|(g, s)| *s > g.current)
-        .map(|(g, s)| (g.id.clone(), s - g.current))
-        .collect()
+    groups.iter().zip(sizes).filter(|(g, s)| *s > g.current).map(|(g, s)| (g.id.clone(), s - g.current)).collect()
 }
 
 #[cfg(test)]

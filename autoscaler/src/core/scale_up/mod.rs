@@ -58,9 +58,11 @@ struct GroupEvaluation {
 
 fn gpu_type_of(group: &NodeGroupState, template: &Template, cloud: &CloudState) -> Option<String> {
     group.template_gpu.as_ref().map(|g| g.gpu_type.clone()).or_else(|| {
-        template.node_info.label(&cloud.gpu_label).map(str::to_string).or_else(|| {
-            (template.node_info.allocatable.get(NVIDIA_GPU) > 0).then(|| String::new())
-        })
+        template
+            .node_info
+            .label(&cloud.gpu_label)
+            .map(str::to_string)
+            .or_else(|| (template.node_info.allocatable.get(NVIDIA_GPU) > 0).then(|| String::new()))
     })
 }
 
@@ -295,10 +297,8 @@ pub fn plan_scale_up(
     let capped = left.cap(&delta, new_nodes);
     if capped == 0 {
         plan.result = ScaleUpResult::Error;
-        plan.message = format!(
-            "max resource limit reached: {}",
-            limit_reached_reason(&left.exceeded(&delta, new_nodes as i64))
-        );
+        plan.message =
+            format!("max resource limit reached: {}", limit_reached_reason(&left.exceeded(&delta, new_nodes as i64)));
         return plan;
     }
     new_nodes = capped;
@@ -341,14 +341,21 @@ pub fn plan_scale_up(
         return plan;
     }
     plan.result = ScaleUpResult::Successful;
-    let summary: Vec<String> =
-        plan.increases.iter().map(|i| format!("{} {}->{} (max: {})", i.node_group, i.current_size, i.new_size, i.max_size)).collect();
+    let summary: Vec<String> = plan
+        .increases
+        .iter()
+        .map(|i| format!("{} {}->{} (max: {})", i.node_group, i.current_size, i.new_size, i.max_size))
+        .collect();
     plan.message = format!("scale-up: {}", summary.join(", "));
     plan
 }
 
 /// Valid groups similar to `group` that can take every pod group `group` can.
-fn similar_groups(ctx: &ScaleUpContext, group: &NodeGroupState, evaluations: &BTreeMap<String, GroupEvaluation>) -> Vec<String> {
+fn similar_groups(
+    ctx: &ScaleUpContext,
+    group: &NodeGroupState,
+    evaluations: &BTreeMap<String, GroupEvaluation>,
+) -> Vec<String> {
     if !ctx.options.balancing.enabled || group.options.zero_or_max_node_scaling {
         return Vec::new();
     }
@@ -398,7 +405,11 @@ fn remaining_pods(
             reasons.push("no node group is configured".into());
         }
         for pod in &g.pods {
-            out.push(PendingPodReasons { pod: pod.key.to_string(), reasons: reasons.clone(), by_node_group: by_group.clone() });
+            out.push(PendingPodReasons {
+                pod: pod.key.to_string(),
+                reasons: reasons.clone(),
+                by_node_group: by_group.clone(),
+            });
         }
     }
     out

@@ -1,1 +1,0 @@
-//! Embedded pod autoscalers (HPA autoscaling/v2 and Watermark Pod Autoscaler).
