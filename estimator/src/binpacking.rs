@@ -152,7 +152,7 @@ fn on_filled_new_nodes(snapshot: &mut ClusterSnapshot, state: &mut State, pod: &
     let prepared = snapshot.prepare(pod);
     if state.last_has_pods() {
         let last = state.last.expect("last node");
-        if snapshot.check(&prepared, last).is_ok() {
+        if snapshot.fits(&prepared, last) {
             return Some(last);
         }
     }
@@ -163,7 +163,7 @@ fn on_filled_new_nodes(snapshot: &mut ClusterSnapshot, state: &mut State, pod: &
         if Some(node) == state.last {
             continue;
         }
-        if snapshot.check(&prepared, node).is_ok() {
+        if snapshot.fits(&prepared, node) {
             state.search_start = index;
             return Some(node);
         }

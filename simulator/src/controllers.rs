@@ -5,8 +5,8 @@
 //! Controllers are looked up by kind, namespace and name only, as upstream's listers do: a
 //! controller recreated under the same name (new UID) still counts as the pod's owner.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Borrow;
-use std::collections::HashMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -83,14 +83,14 @@ impl Controllers {
     /// A cluster without any controllers: every owner the rules check is missing
     /// (`ControllerNotFound`).
     pub fn empty() -> Self {
-        Controllers { by_kind: HashMap::new(), checked: true }
+        Controllers { by_kind: HashMap::default(), checked: true }
     }
 
     /// No knowledge of controllers at all: the owner-existence and minimum-replica checks are
     /// skipped, as upstream does when it runs the rules without listers (e.g. when it sorts
     /// candidates by emptiness).
     pub fn unchecked() -> Self {
-        Controllers { by_kind: HashMap::new(), checked: false }
+        Controllers { by_kind: HashMap::default(), checked: false }
     }
 
     /// Whether the owner-existence rule should run against this set.

@@ -52,7 +52,7 @@ pub fn build_equivalence_groups(pods: &[Arc<PodInfo>]) -> Vec<PodEquivalenceGrou
     let mut groups: Vec<PodEquivalenceGroup> = Vec::new();
     let mut by_controller: HashMap<&str, Vec<usize>> = HashMap::new();
     for pod in pods {
-        let controller = pod.controller.as_ref().filter(|_| !pod.daemonset);
+        let controller = pod.controller().filter(|_| !pod.daemonset);
         let Some(controller) = controller else {
             groups.push(PodEquivalenceGroup { pods: vec![pod.clone()] });
             continue;

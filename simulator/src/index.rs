@@ -11,7 +11,7 @@
 //! The index is updated by the snapshot's mutations (including undo), so it is always exact for
 //! the snapshot's current state, inside forks too.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::labels::Labels;
@@ -157,7 +157,7 @@ impl TopologyIndex {
             let id = match self.carrier_ids.get(term) {
                 Some(id) => *id,
                 None => {
-                    self.carriers.push(CarrierCounts { term: term.clone(), per_domain: HashMap::new(), total: 0 });
+                    self.carriers.push(CarrierCounts { term: term.clone(), per_domain: HashMap::default(), total: 0 });
                     self.carrier_ids.insert(term.clone(), self.carriers.len() - 1);
                     self.carriers.len() - 1
                 }

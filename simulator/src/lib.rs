@@ -29,4 +29,4 @@ pub use node::NodeInfo;
 pub use pod::PodInfo;
 pub use predicates::Unfit;
 pub use resources::Resources;
-pub use snapshot::{ClusterSnapshot, NodeId};
+pub use snapshot::{ClusterSnapshot, NodeId, NodeSet};

@@ -3,19 +3,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, Toleration, TopologySpreadConstraint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::labels::{Labels, NodeSelectorMatcher, Selector};
 use crate::resources::{Resources, pod_requests};
 use crate::well_known::{DAEMONSET_POD, MIRROR_POD};
-
-/// The controller owning a pod (its `ownerReference` with `controller: true`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ControllerRef {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
-}
 
 /// A host port a pod binds on its node. IP `""` or `0.0.0.0` means every address.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -151,7 +143,8 @@ pub struct PodInfo {
     pub key: Arc<str>,
     pub requests: Resources,
     pub priority: i32,
-    pub controller: Option<ControllerRef>,
+    /// Index of the controlling `ownerReference` (the one with `controller: true`).
+    controller_index: Option<usize>,
     pub host_ports: Vec<HostPort>,
     pub node_affinity: Option<NodeSelectorMatcher>,
     pub affinity_terms: Vec<Arc<PodTerm>>,
@@ -165,20 +158,22 @@ pub struct PodInfo {
 
 impl PodInfo {
     pub fn new(pod: Arc<Pod>) -> PodInfo {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default").to_string();
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or("");
-        let key: Arc<str> = Arc::from(format!("{namespace}/{name}"));
+        let mut key = String::with_capacity(namespace.len() + 1 + name.len());
+        key.push_str(namespace);
+        key.push('/');
+        key.push_str(name);
+        let key: Arc<str> = Arc::from(key);
         let requests = pod_requests(&pod);
         let spec = pod.spec.as_ref();
         let priority = spec.and_then(|s| s.priority).unwrap_or(0);
-        let controller = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| {
-            ControllerRef {
-                api_version: o.api_version.clone(),
-                kind: o.kind.clone(),
-                name: o.name.clone(),
-                uid: o.uid.clone(),
-            }
-        });
+        let controller_index = pod
+            .metadata
+            .owner_references
+            .as_ref()
+            .and_then(|refs| refs.iter().position(|o| o.controller == Some(true)));
+        let controller = controller_index.and_then(|i| pod.metadata.owner_references.as_ref().map(|r| &r[i]));
         let mut host_ports = Vec::new();
         for c in spec.into_iter().flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten())) {
             for p in c.ports.iter().flatten() {
@@ -200,7 +195,7 @@ impl PodInfo {
             terms
                 .into_iter()
                 .flatten()
-                .map(|t| Arc::new(PodTerm::from_affinity_term(t, &namespace, pod.metadata.labels.as_ref())))
+                .map(|t| Arc::new(PodTerm::from_affinity_term(t, namespace, pod.metadata.labels.as_ref())))
                 .collect()
         };
         let affinity_terms = compile_terms(
@@ -217,11 +212,11 @@ impl PodInfo {
             .and_then(|s| s.topology_spread_constraints.as_ref())
             .into_iter()
             .flatten()
-            .filter_map(|c| SpreadConstraint::compile(c, &pod, &namespace))
+            .filter_map(|c| SpreadConstraint::compile(c, &pod, namespace))
             .collect();
         let annotations = pod.metadata.annotations.as_ref();
         let mirror = annotations.is_some_and(|a| a.contains_key(MIRROR_POD));
-        let daemonset = controller.as_ref().is_some_and(|c| c.kind == "DaemonSet")
+        let daemonset = controller.is_some_and(|c| c.kind == "DaemonSet")
             || annotations.and_then(|a| a.get(DAEMONSET_POD)).is_some_and(|v| v == "true");
         PodInfo {
             terminating: pod.metadata.deletion_timestamp.is_some(),
@@ -229,7 +224,7 @@ impl PodInfo {
             key,
             requests,
             priority,
-            controller,
+            controller_index,
             host_ports,
             node_affinity,
             affinity_terms,
@@ -238,6 +233,11 @@ impl PodInfo {
             mirror,
             daemonset,
         }
+    }
+
+    /// The controlling owner (its `ownerReference` with `controller: true`).
+    pub fn controller(&self) -> Option<&OwnerReference> {
+        self.controller_index.and_then(|i| self.pod.metadata.owner_references.as_ref().map(|r| &r[i]))
     }
 
     pub fn namespace(&self) -> &str {

@@ -5,7 +5,7 @@
 //! looked up in the topology index and topology spread minimums are computed. The prepared pod
 //! can then be checked against any number of nodes until the snapshot changes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
@@ -151,8 +151,8 @@ impl ClusterSnapshot {
         }
         let mut counts = TermCounts {
             term: term.clone(),
-            per_domain: HashMap::new(),
-            per_node: HashMap::new(),
+            per_domain: HashMap::default(),
+            per_node: HashMap::default(),
             total_in_domains: 0,
         };
         let ns_labels = self.namespace_labels();
@@ -174,7 +174,7 @@ impl ClusterSnapshot {
         if self.index.domains.contains_key(key) {
             return;
         }
-        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut counts: HashMap<String, u32> = HashMap::default();
         for (_, node) in self.nodes() {
             if let Some(v) = node.label(key) {
                 *counts.entry(v.to_string()).or_insert(0) += 1;
@@ -231,7 +231,7 @@ impl ClusterSnapshot {
         terms: &[std::sync::Arc<PodTerm>],
         first: TermId,
     ) -> HashMap<(String, String), u32> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         let ns_labels = self.namespace_labels();
         for node_id in self.index.terms[first].per_node.keys() {
             let Some(node) = self.node(*node_id) else { continue };
@@ -287,7 +287,7 @@ impl ClusterSnapshot {
         }
         // Eligible nodes: they pass the pod's node affinity / taints (per policy) and carry every
         // constraint's topology key.
-        let mut per_constraint: Vec<HashMap<String, u32>> = vec![HashMap::new(); constraints.len()];
+        let mut per_constraint: Vec<HashMap<String, u32>> = vec![HashMap::default(); constraints.len()];
         for (node_id, node) in this.nodes() {
             if !constraints.iter().all(|c| node.label(&c.term.topology_key).is_some()) {
                 continue;
@@ -324,11 +324,22 @@ impl ClusterSnapshot {
             .collect()
     }
 
+    /// Whether the prepared pod passes every filter on one node; cheaper than `check` because it
+    /// builds no failure reason.
+    pub fn fits(&self, prepared: &PreparedPod<'_>, node_id: NodeId) -> bool {
+        self.evaluate(prepared, node_id, false).is_ok()
+    }
+
     /// Runs every filter for a prepared pod on one node, stopping at the first failure like
     /// kube-scheduler does. `spec.nodeName` is not a filter here: pods the simulation moves still
     /// carry their old node's name, and pending pods never have one (the autoscaler, like
     /// upstream, clears it before simulating).
     pub fn check(&self, prepared: &PreparedPod<'_>, node_id: NodeId) -> Result<(), Unfit> {
+        self.evaluate(prepared, node_id, true)
+    }
+
+    /// The filters; with `detailed` false, `Insufficient` carries no resource names.
+    fn evaluate(&self, prepared: &PreparedPod<'_>, node_id: NodeId, detailed: bool) -> Result<(), Unfit> {
         let node = self.node(node_id).ok_or(Unfit::NodeNotFound)?;
         let pod = prepared.pod;
         // NodeUnschedulable
@@ -358,7 +369,9 @@ impl ClusterSnapshot {
             return Err(Unfit::TooManyPods);
         }
         if !pod.requests.fits(&node.requested, &node.allocatable) {
-            return Err(Unfit::Insufficient(pod.requests.insufficient(&node.requested, &node.allocatable)));
+            let names =
+                if detailed { pod.requests.insufficient(&node.requested, &node.allocatable) } else { Vec::new() };
+            return Err(Unfit::Insufficient(names));
         }
         // PodTopologySpread
         for s in &prepared.spread {

@@ -94,38 +94,37 @@ fn parse_exact(input: &str) -> Result<Exact, QuantityError> {
     Ok(Exact { negative, mantissa, decimal_exponent: decimal - fraction_digits, binary_exponent: binary })
 }
 
+/// 10^0 ..= 10^38, the powers of ten a u128 holds.
+const POW10: [u128; 39] = {
+    let mut table = [1u128; 39];
+    let mut i = 1;
+    while i < 39 {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
+
 /// `value × 10^scale`, rounded away from zero, saturating at i64 bounds.
 fn scaled(q: Exact, scale: i32) -> i64 {
     let exp = q.decimal_exponent + scale;
-    let mut numerator: u128 = q.mantissa;
-    let mut denominator: u128 = 1;
-    let mut saturated = false;
-    let mul = |v: u128, by: u128, sat: &mut bool| match v.checked_mul(by) {
-        Some(r) => r,
-        None => {
-            *sat = true;
-            u128::MAX
-        }
-    };
-    if exp >= 0 {
-        for _ in 0..exp {
-            numerator = mul(numerator, 10, &mut saturated);
+    let magnitude: u128 = if exp >= 0 {
+        let factor = POW10.get(exp as usize).copied();
+        match factor.and_then(|f| q.mantissa.checked_mul(f)).and_then(|v| v.checked_mul(1u128 << q.binary_exponent)) {
+            Some(v) => v,
+            None if q.mantissa == 0 => 0,
+            None => u128::MAX,
         }
     } else {
-        for _ in 0..(-exp) {
-            denominator = mul(denominator, 10, &mut saturated);
+        match POW10.get((-exp) as usize) {
+            Some(&denominator) => match q.mantissa.checked_mul(1u128 << q.binary_exponent) {
+                Some(numerator) => numerator.div_ceil(denominator),
+                // Too large to shift first: divide first, still rounding up.
+                None => q.mantissa.div_ceil(denominator).saturating_mul(1u128 << q.binary_exponent),
+            },
+            // Far below one unit: round away from zero.
+            None => u128::from(q.mantissa != 0),
         }
-    }
-    for _ in 0..q.binary_exponent {
-        numerator = mul(numerator, 2, &mut saturated);
-    }
-    let magnitude = if saturated && exp >= 0 {
-        u128::MAX
-    } else if saturated {
-        // The denominator overflowed: the value is far below one unit; round away from zero.
-        if numerator == 0 { 0 } else { 1 }
-    } else {
-        numerator.div_ceil(denominator)
     };
     let magnitude = magnitude.min(i64::MAX as u128) as i64;
     if q.negative { -magnitude } else { magnitude }

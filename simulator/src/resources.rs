@@ -153,26 +153,18 @@ impl Resources {
 
 /// A container's requests. The API server copies limits into missing requests; a dump from a
 /// real cluster already has that done, hand-written objects may not, so we do it here too.
+/// Unparsable values count as zero (the API server rejects them, so only hand-edited input has
+/// them).
 fn container_requests(container: &Container) -> Resources {
-    let Some(res) = container.resources.as_ref() else { return Resources::default() };
-    let mut out = Resources::from_list_lossy(res.limits.as_ref());
-    let requests = Resources::from_list_lossy(res.requests.as_ref());
-    if let Some(req) = res.requests.as_ref() {
-        for name in req.keys() {
-            match name.as_str() {
-                CPU => out.cpu_millis = requests.cpu_millis,
-                MEMORY => out.memory = requests.memory,
-                EPHEMERAL_STORAGE => out.ephemeral_storage = requests.ephemeral_storage,
-                PODS => out.pods = requests.pods,
-                other => match requests.extended.get(other) {
-                    Some(v) => {
-                        out.extended.insert(other.to_string(), *v);
-                    }
-                    None => {
-                        out.extended.remove(other);
-                    }
-                },
-            }
+    let mut out = Resources::default();
+    let Some(res) = container.resources.as_ref() else { return out };
+    let requests = res.requests.as_ref();
+    for (name, quantity) in requests.into_iter().flatten() {
+        let _ = out.set(name, &quantity.0);
+    }
+    for (name, quantity) in res.limits.iter().flatten() {
+        if requests.is_none_or(|r| !r.contains_key(name)) {
+            let _ = out.set(name, &quantity.0);
         }
     }
     out

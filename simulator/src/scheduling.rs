@@ -34,7 +34,7 @@ impl ClusterSnapshot {
         for offset in 0..bound {
             let index = (start + offset) % bound;
             let Some((id, node)) = self.node_at(index) else { continue };
-            if accept(id, node) && self.check(&prepared, id).is_ok() {
+            if accept(id, node) && self.fits(&prepared, id) {
                 hint.next = index;
                 return Some(id);
             }

@@ -8,7 +8,7 @@
 //! The snapshot also keeps a topology index (see `index.rs`) so that inter-pod affinity and
 //! topology spread are answered from counters instead of scans over every pod.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
@@ -26,6 +26,42 @@ pub struct NodeId(pub(crate) u32);
 impl NodeId {
     pub fn index(self) -> usize {
         self.0 as usize
+    }
+}
+
+/// A set of node ids, as a bitmap: membership tests in node searches must be cheap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeSet {
+    bits: Vec<bool>,
+    len: usize,
+}
+
+impl NodeSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&mut self, id: NodeId) {
+        let i = id.index();
+        if i >= self.bits.len() {
+            self.bits.resize(i + 1, false);
+        }
+        if !self.bits[i] {
+            self.bits[i] = true;
+            self.len += 1;
+        }
+    }
+
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.bits.get(id.index()).copied().unwrap_or(false)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 

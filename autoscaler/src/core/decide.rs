@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use simulator::drainability::{Controllers, PdbTracker};
 use simulator::well_known::POD_SCALE_UP_DELAY;
-use simulator::{ClusterSnapshot, NodeId, PodInfo, Resources};
+use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
 
 use super::cloud::CloudState;
 use super::cluster_state::ClusterState;
@@ -158,7 +158,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
     }
     let templates = build_templates(view, cloud, state, &pods_by_node, options, now);
-    let mut upcoming: HashSet<NodeId> = HashSet::new();
+    let mut upcoming = NodeSet::new();
     let mut upcoming_count = 0usize;
     for group in &cloud.groups {
         let n = state.group(&group.id).map_or(0, |g| g.upcoming);
@@ -253,7 +253,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             upcoming: &upcoming,
             scale_up_this_loop: scaled_up || scale_up.result == ScaleUpResult::InCooldown,
         };
-        let outcome = plan_scale_down(ctx, &mut snapshot);
+        let outcome = plan_scale_down(ctx, snapshot);
         (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
     };
 

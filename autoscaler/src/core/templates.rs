@@ -205,9 +205,8 @@ pub fn build_templates(
             .collect();
         if options.force_ds {
             for ds in &view.daemonsets {
-                let covered = pods
-                    .iter()
-                    .any(|p| p.controller.as_ref().is_some_and(|c| Some(&c.uid) == ds.metadata.uid.as_ref()));
+                let covered =
+                    pods.iter().any(|p| p.controller().is_some_and(|c| Some(&c.uid) == ds.metadata.uid.as_ref()));
                 if !covered && let Some(p) = daemonset_pod_for_node(ds, &clean) {
                     pods.push(p);
                 }

@@ -90,7 +90,7 @@ pub(super) fn controller_problem(pod: &PodInfo, ctx: &DrainContext) -> Option<Bl
     if !ctx.controllers.is_checked() {
         return None;
     }
-    let owner = pod.controller.as_ref()?;
+    let owner = pod.controller()?;
     let group = api_group(&owner.api_version)?;
     let namespace = pod.namespace();
     let min = ctx.options.min_replica_count;
@@ -121,7 +121,7 @@ const REPLICATED_KINDS: &[&str] = &["ReplicationController", "Job", "ReplicaSet"
 
 /// Rule 8: the pod has a controller that will recreate it elsewhere.
 pub(super) fn is_replicated(pod: &PodInfo, skip_nodes_with_custom_controller_pods: bool) -> bool {
-    match pod.controller.as_ref() {
+    match pod.controller() {
         None => false,
         Some(owner) => !skip_nodes_with_custom_controller_pods || REPLICATED_KINDS.contains(&owner.kind.as_str()),
     }

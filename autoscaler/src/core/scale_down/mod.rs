@@ -14,12 +14,12 @@ mod eligibility;
 mod removable;
 mod simulation;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use simulator::drainability::{Controllers, PdbTracker};
-use simulator::{ClusterSnapshot, NodeId};
+use simulator::{ClusterSnapshot, NodeId, NodeSet};
 
 use super::cloud::CloudState;
 use super::cluster_state::ClusterState;
@@ -40,7 +40,7 @@ pub struct ScaleDownContext<'a> {
     pub controllers: &'a Controllers,
     pub pdbs: PdbTracker,
     /// Template copies standing in for upcoming nodes: never candidates, never destinations.
-    pub upcoming: &'a HashSet<NodeId>,
+    pub upcoming: &'a NodeSet,
     /// This loop scaled up (or pending pods are too new): no deletion this loop.
     pub scale_up_this_loop: bool,
 }
@@ -68,13 +68,13 @@ fn unremovable(
     }
 }
 
-pub fn plan_scale_down(ctx: ScaleDownContext, snapshot: &mut ClusterSnapshot) -> ScaleDownOutcome {
+/// Plans scale-down on `snapshot`, which it consumes: the simulated moves stay in it (reverting
+/// them would cost as much as making them, and nothing reads the snapshot afterwards).
+pub fn plan_scale_down(ctx: ScaleDownContext, mut snapshot: ClusterSnapshot) -> ScaleDownOutcome {
     let mut ctx = ctx;
-    snapshot.fork();
-    let eligible = eligibility::check(&ctx, snapshot);
+    let eligible = eligibility::check(&ctx, &snapshot);
     let mut unremovable_nodes = eligible.unremovable;
-    let simulated = simulation::simulate(&mut ctx, snapshot, &eligible.candidates);
-    snapshot.revert();
+    let simulated = simulation::simulate(&mut ctx, &mut snapshot, &eligible.candidates);
     unremovable_nodes.extend(simulated.unremovable.iter().cloned());
 
     let mut unremovable_until = HashMap::new();
@@ -106,7 +106,7 @@ pub fn plan_scale_down(ctx: ScaleDownContext, snapshot: &mut ClusterSnapshot) ->
 /// Node names of the snapshot's registered nodes, in snapshot order.
 fn registered_nodes<'a>(
     snapshot: &'a ClusterSnapshot,
-    upcoming: &'a HashSet<NodeId>,
+    upcoming: &'a NodeSet,
 ) -> impl Iterator<Item = (NodeId, Arc<str>)> + 'a {
-    snapshot.nodes().filter(|(id, _)| !upcoming.contains(id)).map(|(id, n)| (id, n.name.clone()))
+    snapshot.nodes().filter(|(id, _)| !upcoming.contains(*id)).map(|(id, n)| (id, n.name.clone()))
 }

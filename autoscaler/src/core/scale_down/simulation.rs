@@ -1,13 +1,12 @@
 //! The removal simulation: can every pod a candidate must shed go somewhere else?
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
 use simulator::drainability::{DrainContext, pods_to_move};
 use simulator::scheduling::SearchHint;
 use simulator::utilization::UtilizationInfo;
-use simulator::{ClusterSnapshot, NodeId, PodInfo};
+use simulator::{ClusterSnapshot, NodeId, NodeSet, PodInfo};
 
 use super::eligibility::{Candidate, UnremovableReason};
 use super::{ScaleDownContext, unremovable};
@@ -34,7 +33,7 @@ pub struct Simulated {
 pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, candidates: &[Candidate]) -> Simulated {
     let started = Instant::now();
     let mut out = Simulated { removable: Vec::new(), unremovable: Vec::new() };
-    let mut removed: HashSet<NodeId> = HashSet::new();
+    let mut removed = NodeSet::new();
     let mut hint = SearchHint::default();
     for c in candidates {
         if started.elapsed() > ctx.options.scale_down_simulation_timeout {
@@ -94,8 +93,8 @@ fn move_pods(
     snapshot: &mut ClusterSnapshot,
     node: NodeId,
     pods: &[Arc<PodInfo>],
-    removed: &HashSet<NodeId>,
-    upcoming: &HashSet<NodeId>,
+    removed: &NodeSet,
+    upcoming: &NodeSet,
     hint: &mut SearchHint,
 ) -> bool {
     for pod in pods {
@@ -108,7 +107,7 @@ fn move_pods(
     }
     for pod in pods {
         let accept =
-            |id: NodeId, _: &simulator::NodeInfo| id != node && !removed.contains(&id) && !upcoming.contains(&id);
+            |id: NodeId, _: &simulator::NodeInfo| id != node && !removed.contains(id) && !upcoming.contains(id);
         match snapshot.find_node_for(pod, hint, accept) {
             Some(dest) => {
                 if snapshot.add_pod(pod.clone(), dest).is_err() {

@@ -21,7 +21,7 @@ pub fn filter_out_schedulable(snapshot: &mut ClusterSnapshot, mut pods: Vec<Arc<
     let mut failed_by_controller: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
     let mut out = Filtered { fit_existing: Vec::new(), still_pending: Vec::new() };
     for pod in pods {
-        let controller = pod.controller.as_ref().map(|c| c.uid.clone());
+        let controller = pod.controller().map(|c| c.uid.clone());
         if let Some(uid) = &controller
             && failed_by_controller.get(uid).is_some_and(|failed| failed.iter().any(|f| scheduling_equivalent(f, &pod)))
         {

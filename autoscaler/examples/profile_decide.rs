@@ -1,0 +1,43 @@
+//! Runs one benchmark scenario's decision in a loop, for profilers: `profile_decide <scenario> <n>`.
+use autoscaler::config::AutoscalingOptions;
+use autoscaler::core::fixtures;
+use autoscaler::core::{ClusterState, DecisionInput, LoopMemory, decide};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (view, cloud) = match args.get(1).map(String::as_str) {
+        Some("down") => fixtures::scale_down_2000(),
+        Some("surge") => fixtures::anti_affinity_surge(),
+        _ => fixtures::scale_up_50k(),
+    };
+    if args.get(3).is_some() {
+        compile_only(&view);
+        return;
+    }
+    let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let options = AutoscalingOptions::default();
+    let now = "2026-01-02T00:00:00Z".parse().unwrap();
+    for _ in 0..n {
+        let t = std::time::Instant::now();
+        let state = ClusterState::observe(&view, &cloud, &options, now);
+        let memory = LoopMemory::for_plan();
+        let mut expander = expander::Expander::with_seed(&options.expander, 1).unwrap();
+        let input =
+            DecisionInput { view: &view, cloud: &cloud, state: &state, options: &options, memory: &memory, now };
+        let plan = decide(&input, &mut expander).plan;
+        eprintln!("{:?} up={:?} unneeded={}", t.elapsed(), plan.scale_up.result, plan.scale_down.unneeded.len());
+    }
+}
+
+#[allow(dead_code)]
+fn compile_only(view: &autoscaler::core::ClusterView) {
+    let t = std::time::Instant::now();
+    let infos: Vec<_> = view.pods.iter().map(|p| std::sync::Arc::new(simulator::PodInfo::new(p.clone()))).collect();
+    eprintln!("compile {} pods: {:?}", infos.len(), t.elapsed());
+    let t = std::time::Instant::now();
+    let reqs: i64 = view.pods.iter().map(|p| simulator::resources::pod_requests(p).cpu_millis).sum();
+    eprintln!("requests only: {:?} ({reqs})", t.elapsed());
+    let t = std::time::Instant::now();
+    drop(infos);
+    eprintln!("drop: {:?}", t.elapsed());
+}
