@@ -495,7 +495,93 @@ async fn kubectl_lists_and_cordons_against_the_fake_server() {
     };
     assert_eq!(run(&["get", "nodes", "-o", "name"]).await.unwrap().trim(), "node/n1");
     assert_eq!(run(&["get", "pods", "-A", "-o", "name"]).await.unwrap().trim(), "pod/p1");
+    assert!(run(&["get", "nodes"]).await.unwrap().contains("n1"), "the default (non-table) printer shows the node");
+    let dump: serde_json::Value =
+        serde_json::from_str(&run(&["get", "nodes,pods", "-A", "-o", "json"]).await.unwrap()).unwrap();
+    assert_eq!(dump["items"].as_array().map(Vec::len), Some(2), "a kubectl dump holds both objects");
     run(&["cordon", "n1"]).await.unwrap();
     assert_eq!(server.get::<Node>(None, "n1").unwrap().spec.unwrap().unschedulable, Some(true));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn status_subresource_changes_only_the_status() {
+    use k8s_openapi::api::autoscaling::v2::{
+        CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
+        HorizontalPodAutoscalerStatus,
+    };
+    let server = FakeApiServer::start().await;
+    let hpa = HorizontalPodAutoscaler {
+        metadata: meta(Some("default"), "web", &[]),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            max_replicas: 10,
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: "Deployment".into(),
+                name: "web".into(),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    };
+    server.seed(&hpa);
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(server.client(), "default");
+    let patch = json!({"spec": {"maxReplicas": 99}, "status": {"currentReplicas": 3, "desiredReplicas": 4}});
+    let patched = api.patch_status("web", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert_eq!(patched.spec.as_ref().unwrap().max_replicas, 10, "a status write leaves the spec alone");
+    assert_eq!(patched.status.as_ref().unwrap().desired_replicas, 4);
+    let mut replaced = patched.clone();
+    replaced.status = Some(HorizontalPodAutoscalerStatus { desired_replicas: 2, ..Default::default() });
+    api.replace_status("web", &PostParams::default(), &replaced).await.unwrap();
+    assert_eq!(
+        server.get::<HorizontalPodAutoscaler>(Some("default"), "web").unwrap().status.unwrap().desired_replicas,
+        2
+    );
+}
+
+#[tokio::test]
+async fn watermark_pod_autoscalers_are_served_only_when_enabled() {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("datadoghq.com", "v1alpha1", "WatermarkPodAutoscaler"));
+    let wpa = json!({
+        "apiVersion": "datadoghq.com/v1alpha1",
+        "kind": "WatermarkPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"maxReplicas": 5},
+    });
+
+    let plain = FakeApiServer::start().await;
+    assert!(plain.seed_value(wpa.clone()).is_err());
+    let api: Api<DynamicObject> = Api::namespaced_with(plain.client(), "default", &resource);
+    assert_eq!(status_code(&api.list(&ListParams::default()).await.unwrap_err()), Some(404));
+
+    let server = FakeApiServer::builder().watermark_pod_autoscalers(true).start().await;
+    server.seed_value(wpa).unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(server.client(), "default", &resource);
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].data["spec"]["maxReplicas"], 5);
+}
+
+#[tokio::test]
+async fn watch_with_a_selector_sees_objects_leave_and_enter_it() {
+    let server = FakeApiServer::start().await;
+    server.seed(&pod("default", "p", "n1", &[("app", "web")]));
+    let api: Api<Pod> = Api::namespaced(server.client(), "default");
+    let version = api.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut stream = api.watch(&WatchParams::default().labels("app=web"), &version).await.unwrap().boxed();
+    server.modify::<Pod>(Some("default"), "p", |p| {
+        p.metadata.labels = Some(BTreeMap::from([("app".to_string(), "db".to_string())]));
+    });
+    assert!(
+        matches!(stream.try_next().await.unwrap(), Some(WatchEvent::Deleted(_))),
+        "leaving the selector is a DELETED"
+    );
+    server.modify::<Pod>(Some("default"), "p", |p| {
+        p.metadata.labels = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
+    });
+    assert!(
+        matches!(stream.try_next().await.unwrap(), Some(WatchEvent::Added(_))),
+        "entering the selector is an ADDED"
+    );
 }

@@ -53,6 +53,9 @@
 //!   `timeoutSeconds` closes the stream. `sendInitialEvents=true` ends the initial objects
 //!   with an `initial-events-end` bookmark; no other bookmarks are sent.
 //!
+//! Lists always answer the current state at the current version (a `resourceVersion` or
+//! `resourceVersionMatch` parameter is accepted and ignored).
+//!
 //! Not served: authentication (any token is accepted), admission, defaulting, validation,
 //! finalizers and graceful deletion, garbage collection, server-side apply, protobuf, tables
 //! (kubectl gets plain lists), OpenAPI documents.
