@@ -40,8 +40,8 @@ impl KubeClusterOptions {
 /// Deployments, Jobs, ReplicationControllers, Namespaces (cluster-wide) and the priority
 /// expander's ConfigMap (in `--namespace`).
 ///
-/// Each reflector runs in its own task: kube-runtime's watcher lists, then watches from the
-/// list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
+/// Each reflector runs in its own task: kube-runtime's watcher lists (from the watch cache),
+/// then watches from the list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
 /// over with a fresh list, and errors back off (800 ms doubling to 30 s, with jitter). Meanwhile
 /// its store keeps serving the last complete state. `managedFields` are dropped to save memory.
 pub struct KubeCluster {
@@ -90,9 +90,11 @@ impl KubeCluster {
 
     pub fn start_with(client: Client, options: KubeClusterOptions) -> KubeCluster {
         let mut tasks = Vec::new();
-        let all = watcher::Config::default;
-        let priority_config_map = watcher::Config::default()
-            .fields(&format!("metadata.name={}", expander::priority::PRIORITY_CONFIG_MAP_NAME));
+        // Lists read the API server's watch cache (`resourceVersion=0`), as client-go's
+        // informers do: far cheaper for the server on big clusters.
+        let all = || watcher::Config::default().any_semantic();
+        let priority_config_map =
+            all().fields(&format!("metadata.name={}", expander::priority::PRIORITY_CONFIG_MAP_NAME));
         KubeCluster {
             nodes: reflect(Api::all(client.clone()), all(), &mut tasks),
             pods: reflect(Api::all(client.clone()), all(), &mut tasks),
