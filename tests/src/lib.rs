@@ -1,1 +1,32 @@
 //! Shared fixtures for the end-to-end tests in `tests/tests/`.
+//!
+//! - [`fake_apiserver`]: an in-process fake Kubernetes API server for kube-rs and kubectl.
+//! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
+
+pub mod fake_apiserver;
+
+use std::future::Future;
+use std::time::Duration;
+
+/// How long [`eventually`] waits before failing the test. Generous: it bounds a hang, it does not
+/// measure anything.
+pub const EVENTUALLY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Polls `probe` until it yields `Some`, and returns that value; panics naming `what` after
+/// [`EVENTUALLY_TIMEOUT`].
+pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + EVENTUALLY_TIMEOUT;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {EVENTUALLY_TIMEOUT:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,111 @@
+//! Building the Kubernetes clients from upstream's flags: `--kubeconfig`, `--kubernetes`,
+//! `--kube-client-qps`, `--kube-client-burst`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ::kube::client::ClientBuilder;
+use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::{Client, Config};
+
+use super::rate_limit::{RateLimitLayer, TokenBucket};
+
+/// How to reach the API server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubeClientOptions {
+    /// `--kubeconfig`: a kubeconfig file; `None` means the in-cluster configuration (service
+    /// account token and CA, `KUBERNETES_SERVICE_HOST`/`_PORT`).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--kubernetes`: the API server URL; overrides the kubeconfig's server. Alone (no
+    /// kubeconfig), it is used without credentials, as client-go does.
+    pub master_url: Option<String>,
+    /// `--kube-client-qps` (upstream default 5): steady requests per second; `<= 0` disables
+    /// client-side rate limiting.
+    pub qps: f32,
+    /// `--kube-client-burst` (upstream default 10): requests allowed at once.
+    pub burst: u32,
+}
+
+impl Default for KubeClientOptions {
+    fn default() -> Self {
+        KubeClientOptions { kubeconfig: None, master_url: None, qps: 5.0, burst: 10 }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KubeClientError {
+    #[error("cannot read --kubeconfig {path}: {message}")]
+    Kubeconfig { path: PathBuf, message: String },
+    #[error(
+        "no Kubernetes configuration: --kubeconfig and --kubernetes are empty and the in-cluster configuration is unavailable: {0}"
+    )]
+    InCluster(String),
+    #[error("invalid --kubernetes URL {url:?}: {message}")]
+    MasterUrl { url: String, message: String },
+    #[error("cannot build the Kubernetes client: {0}")]
+    Build(String),
+}
+
+/// The two clients the adapter uses. Both share one rate limiter.
+#[derive(Clone)]
+pub struct KubeClients {
+    /// Reads, watches and writes, with kube's default retry of 429/503/504.
+    pub client: Client,
+    /// Evictions only: no automatic retry, so a PodDisruptionBudget's 429 comes back at once
+    /// (kube's default client would retry it for many seconds).
+    pub eviction_client: Client,
+}
+
+impl std::fmt::Debug for KubeClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeClients").finish_non_exhaustive()
+    }
+}
+
+fn parse_url(url: &str) -> Result<::http::Uri, KubeClientError> {
+    url.parse::<::http::Uri>().map_err(|e| KubeClientError::MasterUrl { url: url.into(), message: e.to_string() })
+}
+
+/// Loads the client configuration as upstream does: the kubeconfig file when given, else the
+/// in-cluster configuration; `--kubernetes` overrides the server URL.
+pub async fn load_config(options: &KubeClientOptions) -> Result<Config, KubeClientError> {
+    let mut config = match (&options.kubeconfig, &options.master_url) {
+        (Some(path), _) => {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .map_err(|e| KubeClientError::Kubeconfig { path: path.clone(), message: e.to_string() })?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| KubeClientError::Kubeconfig { path: path.clone(), message: e.to_string() })?
+        }
+        (None, Some(url)) => Config::new(parse_url(url)?),
+        (None, None) => Config::incluster().map_err(|e| KubeClientError::InCluster(e.to_string()))?,
+    };
+    if let Some(url) = &options.master_url {
+        config.cluster_url = parse_url(url)?;
+    }
+    Ok(config)
+}
+
+impl KubeClients {
+    /// Loads the configuration ([`load_config`]) and builds both clients.
+    pub async fn connect(options: &KubeClientOptions) -> Result<KubeClients, KubeClientError> {
+        let config = load_config(options).await?;
+        KubeClients::from_config(config, options.qps, options.burst)
+    }
+
+    /// Builds both clients from one configuration; `qps <= 0` disables rate limiting.
+    pub fn from_config(config: Config, qps: f32, burst: u32) -> Result<KubeClients, KubeClientError> {
+        let bucket = TokenBucket::new(qps, burst);
+        let mut eviction_config = config.clone();
+        eviction_config.default_retry = false;
+        Ok(KubeClients { client: build(config, bucket.clone())?, eviction_client: build(eviction_config, bucket)? })
+    }
+}
+
+fn build(config: Config, bucket: Option<Arc<TokenBucket>>) -> Result<Client, KubeClientError> {
+    let builder = ClientBuilder::try_from(config).map_err(|e| KubeClientError::Build(e.to_string()))?;
+    Ok(match bucket {
+        Some(bucket) => builder.with_layer(&RateLimitLayer(bucket)).build(),
+        None => builder.build(),
+    })
+}

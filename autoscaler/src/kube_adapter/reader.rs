@@ -1,0 +1,181 @@
+//! The read side: kube-runtime reflectors for every kind the autoscaler decides on, copied into
+//! a `ClusterView` on demand.
+
+use std::fmt::Debug;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ::kube::runtime::reflector::{self, Store};
+use ::kube::runtime::{WatchStreamExt, watcher};
+use ::kube::{Api, Client, Resource, ResourceExt};
+use async_trait::async_trait;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+use crate::core::ClusterView;
+use crate::ports::{ClusterReader, PortError};
+
+/// Options of [`KubeCluster`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeClusterOptions {
+    /// `--namespace`: where the priority expander's ConfigMap lives.
+    pub namespace: String,
+    /// How long `view()` waits for the first sync of every store before answering
+    /// `PortError::Transient`.
+    pub sync_timeout: Duration,
+}
+
+impl KubeClusterOptions {
+    pub fn new(namespace: &str) -> Self {
+        KubeClusterOptions { namespace: namespace.into(), sync_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// Reflectors over Nodes, Pods, PodDisruptionBudgets, DaemonSets, ReplicaSets, StatefulSets,
+/// Deployments, Jobs, ReplicationControllers, Namespaces (cluster-wide) and the priority
+/// expander's ConfigMap (in `--namespace`).
+///
+/// Each reflector runs in its own task: kube-runtime's watcher lists (from the watch cache),
+/// then watches from the list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
+/// over with a fresh list, and errors back off (800 ms doubling to 30 s, with jitter). Meanwhile
+/// its store keeps serving the last complete state. `managedFields` are dropped to save memory.
+pub struct KubeCluster {
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    pdbs: Store<PodDisruptionBudget>,
+    daemonsets: Store<DaemonSet>,
+    replicasets: Store<ReplicaSet>,
+    statefulsets: Store<StatefulSet>,
+    deployments: Store<Deployment>,
+    jobs: Store<Job>,
+    replication_controllers: Store<ReplicationController>,
+    config_maps: Store<ConfigMap>,
+    namespaces: Store<Namespace>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    sync_timeout: Duration,
+}
+
+/// Spawns a reflector for `api` and returns its store.
+fn reflect<K>(api: Api<K>, config: watcher::Config, tasks: &mut Vec<JoinHandle<()>>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store::<K>();
+    let kind = K::kind(&()).to_string();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(|object: &mut K| object.managed_fields_mut().clear())
+        .reflect(writer);
+    tasks.push(tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            if let Err(error) = event {
+                tracing::warn!(kind = %kind, error = %error, "watch failed; retrying with backoff");
+            }
+        }
+    }));
+    store
+}
+
+impl KubeCluster {
+    /// Starts the reflectors (in tasks of the current tokio runtime) with default options.
+    pub fn start(client: Client, namespace: &str) -> KubeCluster {
+        KubeCluster::start_with(client, KubeClusterOptions::new(namespace))
+    }
+
+    pub fn start_with(client: Client, options: KubeClusterOptions) -> KubeCluster {
+        let mut tasks = Vec::new();
+        // Lists read the API server's watch cache (`resourceVersion=0`), as client-go's
+        // informers do: far cheaper for the server on big clusters.
+        let all = || watcher::Config::default().any_semantic();
+        let priority_config_map =
+            all().fields(&format!("metadata.name={}", expander::priority::PRIORITY_CONFIG_MAP_NAME));
+        KubeCluster {
+            nodes: reflect(Api::all(client.clone()), all(), &mut tasks),
+            pods: reflect(Api::all(client.clone()), all(), &mut tasks),
+            pdbs: reflect(Api::all(client.clone()), all(), &mut tasks),
+            daemonsets: reflect(Api::all(client.clone()), all(), &mut tasks),
+            replicasets: reflect(Api::all(client.clone()), all(), &mut tasks),
+            statefulsets: reflect(Api::all(client.clone()), all(), &mut tasks),
+            deployments: reflect(Api::all(client.clone()), all(), &mut tasks),
+            jobs: reflect(Api::all(client.clone()), all(), &mut tasks),
+            replication_controllers: reflect(Api::all(client.clone()), all(), &mut tasks),
+            config_maps: reflect(Api::namespaced(client.clone(), &options.namespace), priority_config_map, &mut tasks),
+            namespaces: reflect(Api::all(client), all(), &mut tasks),
+            tasks: Mutex::new(tasks),
+            sync_timeout: options.sync_timeout,
+        }
+    }
+
+    /// Waits until every store has completed its first list, at most `timeout`.
+    pub async fn wait_synced(&self, timeout: Duration) -> Result<(), PortError> {
+        let all_ready = async {
+            self.nodes.wait_until_ready().await?;
+            self.pods.wait_until_ready().await?;
+            self.pdbs.wait_until_ready().await?;
+            self.daemonsets.wait_until_ready().await?;
+            self.replicasets.wait_until_ready().await?;
+            self.statefulsets.wait_until_ready().await?;
+            self.deployments.wait_until_ready().await?;
+            self.jobs.wait_until_ready().await?;
+            self.replication_controllers.wait_until_ready().await?;
+            self.config_maps.wait_until_ready().await?;
+            self.namespaces.wait_until_ready().await
+        };
+        match tokio::time::timeout(timeout, all_ready).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(PortError::Transient("the watches stopped before the caches synced".into())),
+            Err(_) => Err(PortError::Transient(format!("the caches have not synced after {timeout:?}"))),
+        }
+    }
+
+    /// Stops the reflectors. The stores keep their last state; `view()` keeps answering it.
+    pub fn stop(&self) {
+        for task in self.tasks.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            task.abort();
+        }
+    }
+
+    /// Whether the reflector tasks are running (not stopped, none ended).
+    pub fn is_running(&self) -> bool {
+        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        !tasks.is_empty() && tasks.iter().all(|t| !t.is_finished())
+    }
+
+    /// The stores' current contents, without waiting for a sync.
+    pub fn snapshot(&self) -> ClusterView {
+        ClusterView {
+            nodes: self.nodes.state(),
+            pods: self.pods.state(),
+            pdbs: self.pdbs.state(),
+            daemonsets: self.daemonsets.state(),
+            replicasets: self.replicasets.state(),
+            statefulsets: self.statefulsets.state(),
+            jobs: self.jobs.state(),
+            replication_controllers: self.replication_controllers.state(),
+            deployments: self.deployments.state(),
+            config_maps: self.config_maps.state(),
+            namespaces: self.namespaces.state(),
+        }
+    }
+}
+
+impl Drop for KubeCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[async_trait]
+impl ClusterReader for KubeCluster {
+    /// Waits (up to the sync timeout) until every store has synced, then copies them.
+    async fn view(&self) -> Result<ClusterView, PortError> {
+        self.wait_synced(self.sync_timeout).await?;
+        Ok(self.snapshot())
+    }
+}
