@@ -21,7 +21,7 @@ fn ratio(s: &str) -> Result<f64, String> {
 
 fn non_negative_f64(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("invalid number {s:?}"))?;
-    if !(v >= 0.0) {
+    if v.is_nan() || v < 0.0 {
         return Err(format!("{s} must not be negative"));
     }
     Ok(v)

@@ -29,7 +29,7 @@ pub fn has_startup_taint(node: &Node, startup_taints: &[String]) -> bool {
     node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten().any(|t| {
         t.key.starts_with(STARTUP_TAINT_PREFIX)
             || t.key.starts_with(IGNORE_TAINT_PREFIX)
-            || startup_taints.iter().any(|k| *k == t.key)
+            || startup_taints.contains(&t.key)
     })
 }
 

@@ -70,7 +70,7 @@ pub fn similar(a: &NodeInfo, b: &NodeInfo, options: &BalancingOptions) -> bool {
     let labels = |n: &NodeInfo| -> BTreeMap<String, String> { n.labels().cloned().unwrap_or_default() };
     let (la, lb) = (labels(a), labels(b));
     if !options.labels.is_empty() {
-        return options.labels.iter().all(|k| la.get(k).is_some() && la.get(k) == lb.get(k));
+        return options.labels.iter().all(|k| la.contains_key(k) && la.get(k) == lb.get(k));
     }
     let (ca, cb) = (capacity(a), capacity(b));
     if names(&ca) != names(&cb) {

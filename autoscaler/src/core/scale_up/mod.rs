@@ -62,7 +62,7 @@ fn gpu_type_of(group: &NodeGroupState, template: &Template, cloud: &CloudState) 
             .node_info
             .label(&cloud.gpu_label)
             .map(str::to_string)
-            .or_else(|| (template.node_info.allocatable.get(NVIDIA_GPU) > 0).then(|| String::new()))
+            .or_else(|| (template.node_info.allocatable.get(NVIDIA_GPU) > 0).then(String::new))
     })
 }
 
