@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
+use simulator::labels::{Labels, Selector};
 use simulator::{NodeInfo, PodInfo};
 
 use super::config::MemoryClusterConfig;
@@ -78,6 +79,8 @@ pub struct MemoryCluster {
     pub(super) pod_infos: HashMap<ObjectKey, Arc<PodInfo>>,
     pub(super) pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
     pub(super) pods_by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    /// (namespace, label key, label value) → pods, so PDBs find their pods without a scan.
+    pub(super) pods_by_label: HashMap<(String, String, String), BTreeSet<ObjectKey>>,
     pub(super) deployments: Kind<Deployment>,
     pub(super) replicasets: Kind<ReplicaSet>,
     pub(super) statefulsets: Kind<StatefulSet>,
@@ -94,7 +97,10 @@ pub struct MemoryCluster {
 
     pub(super) timers: BTreeSet<(Timestamp, Timer)>,
     pub(super) dirty: BTreeSet<Workload>,
-    pub(super) dirty_pdb_namespaces: BTreeSet<String>,
+    /// PDBs whose status must be recomputed.
+    pub(super) dirty_pdbs: BTreeSet<ObjectKey>,
+    /// Compiled `spec.selector` of every PDB.
+    pub(super) pdb_selectors: BTreeMap<ObjectKey, Selector>,
     pub(super) scheduler: SchedulerState,
     /// Per owner uid, the number of the next pod name (`<owner>-<n>`).
     pub(super) pod_name_counters: HashMap<String, u64>,
@@ -119,6 +125,7 @@ impl MemoryCluster {
             pod_infos: HashMap::new(),
             pods_by_node: HashMap::new(),
             pods_by_owner: HashMap::new(),
+            pods_by_label: HashMap::new(),
             deployments: Kind::default(),
             replicasets: Kind::default(),
             statefulsets: Kind::default(),
@@ -132,7 +139,8 @@ impl MemoryCluster {
             events: Vec::new(),
             timers: BTreeSet::new(),
             dirty: BTreeSet::new(),
-            dirty_pdb_namespaces: BTreeSet::new(),
+            dirty_pdbs: BTreeSet::new(),
+            pdb_selectors: BTreeMap::new(),
             scheduler: SchedulerState::default(),
             pod_name_counters: HashMap::new(),
             next_uid: 1,
@@ -278,19 +286,29 @@ impl MemoryCluster {
         self.timers.insert((at, timer));
     }
 
-    /// Queues a workload for its controller; its namespace's PDBs may count its replicas.
+    /// Queues a workload for its controller.
     pub(super) fn mark_dirty(&mut self, workload: Workload) {
-        let namespace = match &workload {
-            Workload::Deployment(key)
-            | Workload::ReplicaSet(key)
-            | Workload::StatefulSet(key)
-            | Workload::Job(key)
-            | Workload::DaemonSet(key) => &key.namespace,
-        };
-        if !self.dirty_pdb_namespaces.contains(namespace) {
-            self.dirty_pdb_namespaces.insert(namespace.clone());
-        }
         self.dirty.insert(workload);
+    }
+
+    /// Every PDB of a namespace must look again (a workload's replica count changed, and
+    /// PDBs with percentages or `maxUnavailable` count replicas).
+    pub(super) fn mark_pdbs_of_namespace(&mut self, namespace: &str) {
+        let keys: Vec<ObjectKey> = self.pdbs.in_namespace(namespace).map(|(k, _)| k.clone()).collect();
+        self.dirty_pdbs.extend(keys);
+    }
+
+    /// The PDBs selecting a pod with any of these label sets must look again.
+    pub(super) fn mark_pdbs_selecting(&mut self, namespace: &str, labels: [Option<&Labels>; 2]) {
+        let start = ObjectKey::new(namespace, "");
+        let keys: Vec<ObjectKey> = self
+            .pdb_selectors
+            .range(start..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .filter(|(_, selector)| labels.iter().any(|l| selector.matches(*l)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.dirty_pdbs.extend(keys);
     }
 
     pub(super) fn mark_all_daemonsets_dirty(&mut self) {

@@ -204,6 +204,7 @@ impl MemoryCluster {
                 }
                 self.deployments.insert(key.clone(), d.into());
                 self.mark_dirty(Workload::Deployment(key.clone()));
+                self.mark_pdbs_of_namespace(&key.namespace);
                 Ok(key)
             }
             ClusterObject::ReplicaSet(mut rs) => {
@@ -218,6 +219,7 @@ impl MemoryCluster {
                 }
                 self.replicasets.insert(key.clone(), rs.into());
                 self.mark_dirty(Workload::ReplicaSet(key.clone()));
+                self.mark_pdbs_of_namespace(&key.namespace);
                 Ok(key)
             }
             ClusterObject::StatefulSet(mut ss) => {
@@ -231,6 +233,7 @@ impl MemoryCluster {
                 }
                 self.statefulsets.insert(key.clone(), ss.into());
                 self.mark_dirty(Workload::StatefulSet(key.clone()));
+                self.mark_pdbs_of_namespace(&key.namespace);
                 Ok(key)
             }
             ClusterObject::Job(mut job) => {
@@ -269,6 +272,7 @@ impl MemoryCluster {
                 let existing = Self::existing_meta(&self.replication_controllers, &rc.metadata, true);
                 let key = self.admit_meta(&mut rc.metadata, "ReplicationController", true, existing)?;
                 self.replication_controllers.insert(key.clone(), rc.into());
+                self.mark_pdbs_of_namespace(&key.namespace);
                 Ok(key)
             }
             ClusterObject::PodDisruptionBudget(mut pdb) => {
@@ -286,8 +290,10 @@ impl MemoryCluster {
                 if let Some(old) = self.pdbs.get(&key) {
                     pdb.status = old.status.clone();
                 }
+                let selector = Selector::from_label_selector(spec.selector.as_ref());
+                self.pdb_selectors.insert(key.clone(), selector);
                 self.pdbs.insert(key.clone(), pdb.into());
-                self.dirty_pdb_namespaces.insert(key.namespace.clone());
+                self.dirty_pdbs.insert(key.clone());
                 self.sync_pdbs();
                 Ok(key)
             }
@@ -330,6 +336,15 @@ impl MemoryCluster {
     /// their grace period); deleting a workload deletes what it owns (a Deployment its
     /// ReplicaSet, a controller its pods); deleting a Node removes its pods at once.
     pub fn delete(&mut self, kind: ObjectKind, key: &ObjectKey) -> bool {
+        if matches!(
+            kind,
+            ObjectKind::Deployment
+                | ObjectKind::ReplicaSet
+                | ObjectKind::StatefulSet
+                | ObjectKind::ReplicationController
+        ) {
+            self.mark_pdbs_of_namespace(&key.namespace);
+        }
         match kind {
             ObjectKind::Node => self.remove_node(&key.name).is_some(),
             ObjectKind::Pod => {
@@ -363,7 +378,11 @@ impl MemoryCluster {
             ObjectKind::Job => self.jobs.remove(key).map(|o| self.delete_owned_pods(&o.metadata)).is_some(),
             ObjectKind::DaemonSet => self.daemonsets.remove(key).map(|o| self.delete_owned_pods(&o.metadata)).is_some(),
             ObjectKind::ReplicationController => self.replication_controllers.remove(key).is_some(),
-            ObjectKind::PodDisruptionBudget => self.pdbs.remove(key).is_some(),
+            ObjectKind::PodDisruptionBudget => {
+                self.pdb_selectors.remove(key);
+                self.dirty_pdbs.remove(key);
+                self.pdbs.remove(key).is_some()
+            }
             ObjectKind::ConfigMap => self.config_maps.remove(key).is_some(),
             ObjectKind::Namespace => self.namespaces.remove(key).is_some(),
             ObjectKind::HorizontalPodAutoscaler => self.hpas.remove(key).is_some(),

@@ -128,11 +128,13 @@ impl MemoryCluster {
         Workload::from_owner(&owner.kind, pod.metadata.namespace.as_deref().unwrap_or("default"), &owner.name)
     }
 
-    fn notify_pod_watchers(&mut self, pod: &Pod) {
+    /// The pod's controller and the PDBs selecting it (before or after a label change).
+    fn notify_pod_watchers(&mut self, pod: &Pod, old_labels: Option<&BTreeMap<String, String>>) {
         if let Some(workload) = Self::owner_workload(pod) {
             self.mark_dirty(workload);
         }
-        self.dirty_pdb_namespaces.insert(pod.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()));
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        self.mark_pdbs_selecting(namespace, [pod.metadata.labels.as_ref(), old_labels]);
     }
 
     /// How long a pod runs once started: its annotation, else the Job default for Job pods.
@@ -142,6 +144,20 @@ impl MemoryCluster {
             // Admission refuses bad annotations; one slipping through counts as absent.
             Ok(None) | Err(_) => {
                 controller_of(pod).filter(|owner| owner.kind == "Job").map(|_| self.config.default_job_run_duration)
+            }
+        }
+    }
+
+    fn index_labels(&mut self, key: &ObjectKey, labels: Option<&BTreeMap<String, String>>, present: bool) {
+        for (label, value) in labels.into_iter().flatten() {
+            let index_key = (key.namespace.clone(), label.clone(), value.clone());
+            if present {
+                self.pods_by_label.entry(index_key).or_default().insert(key.clone());
+            } else if let Some(keys) = self.pods_by_label.get_mut(&index_key) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.pods_by_label.remove(&index_key);
+                }
             }
         }
     }
@@ -184,6 +200,12 @@ impl MemoryCluster {
             }
         }
 
+        let old_labels = old.as_deref().and_then(|o| o.metadata.labels.as_ref());
+        if old.is_none() || old_labels != pod.metadata.labels.as_ref() {
+            self.index_labels(&key, old_labels, false);
+            self.index_labels(&key, pod.metadata.labels.as_ref(), true);
+        }
+
         self.snapshot_pod_changed(&key, old.as_deref(), old_info.as_ref(), &pod, &info, change);
 
         let uid = pod.metadata.uid.clone().unwrap_or_default();
@@ -208,7 +230,7 @@ impl MemoryCluster {
                 || o.metadata.labels != pod.metadata.labels
         });
         if relevant {
-            self.notify_pod_watchers(&pod);
+            self.notify_pod_watchers(&pod, old.as_deref().and_then(|o| o.metadata.labels.as_ref()));
         }
     }
 
@@ -226,8 +248,9 @@ impl MemoryCluster {
         {
             keys.remove(key);
         }
+        self.index_labels(key, pod.metadata.labels.as_ref(), false);
         self.snapshot_pod_removed(key, info.as_ref());
-        self.notify_pod_watchers(&pod);
+        self.notify_pod_watchers(&pod, None);
         Some(pod)
     }
 

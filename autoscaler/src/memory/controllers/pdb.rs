@@ -21,7 +21,6 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use simulator::labels::Selector;
 
 use super::super::cluster::MemoryCluster;
 use super::super::pods::{controller_of, is_ready, is_terminating};
@@ -40,13 +39,10 @@ fn scaled(value: &IntOrString, total: i32) -> Option<i32> {
 }
 
 impl MemoryCluster {
-    /// Recomputes the PDBs of every namespace where something relevant changed.
+    /// Recomputes the PDBs whose pods or replica counts changed.
     pub(in crate::memory) fn sync_pdbs(&mut self) {
-        for namespace in std::mem::take(&mut self.dirty_pdb_namespaces) {
-            let keys: Vec<ObjectKey> = self.pdbs.in_namespace(&namespace).map(|(k, _)| k.clone()).collect();
-            for key in keys {
-                self.sync_pdb(&key);
-            }
+        for key in std::mem::take(&mut self.dirty_pdbs) {
+            self.sync_pdb(&key);
         }
     }
 
@@ -85,20 +81,34 @@ impl MemoryCluster {
     fn sync_pdb(&mut self, key: &ObjectKey) {
         let Some(pdb) = self.pdbs.get(key).cloned() else { return };
         let Some(spec) = pdb.spec.as_ref() else { return };
-        let selector = Selector::from_label_selector(spec.selector.as_ref());
-        let pods: Vec<&Arc<Pod>> = self
-            .pods
-            .in_namespace(&key.namespace)
-            .map(|(_, p)| p)
-            .filter(|p| selector.matches(p.metadata.labels.as_ref()))
-            .collect();
+        let Some(selector) = self.pdb_selectors.get(key) else { return };
+        // A selector requiring some `k=v` only needs the pods carrying that label.
+        let candidates: Vec<&Arc<Pod>> = match selector.required_equality() {
+            Some((label, value)) => self
+                .pods_by_label
+                .get(&(key.namespace.clone(), label.to_string(), value.to_string()))
+                .into_iter()
+                .flatten()
+                .filter_map(|k| self.pods.get(k))
+                .collect(),
+            None => self.pods.in_namespace(&key.namespace).map(|(_, p)| p).collect(),
+        };
+        let pods: Vec<&Arc<Pod>> =
+            candidates.into_iter().filter(|p| selector.matches(p.metadata.labels.as_ref())).collect();
         let current_healthy =
             i32::try_from(pods.iter().filter(|p| is_ready(p) && !is_terminating(p)).count()).unwrap_or(i32::MAX);
         let pod_count = i32::try_from(pods.len()).unwrap_or(i32::MAX);
         let expected_scale = || -> Option<i32> {
+            // Controller uid → its scale; each controller is looked up once.
+            let mut owners: BTreeMap<&str, i32> = BTreeMap::new();
             let mut scales: BTreeMap<String, i32> = BTreeMap::new();
             for pod in &pods {
+                let owner = controller_of(pod)?;
+                if owners.contains_key(owner.uid.as_str()) {
+                    continue;
+                }
                 let (uid, replicas) = self.pod_scale(pod, &key.namespace)?;
+                owners.insert(owner.uid.as_str(), replicas);
                 scales.insert(uid, replicas);
             }
             Some(scales.values().sum())

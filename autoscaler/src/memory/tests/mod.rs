@@ -1,6 +1,7 @@
 //! Tests of the in-memory cluster, named after the rules they check.
 
 mod controllers;
+mod day;
 mod disruption;
 mod nodes;
 mod scale;
