@@ -6,6 +6,7 @@ mod disruption;
 mod nodes;
 mod scale;
 mod scheduling;
+mod with_core;
 
 use std::sync::Arc;
 use std::time::Duration;
