@@ -4,12 +4,16 @@
 //! - `core`: the decision path (observe → snapshot → decide) shared by `plan` and the loop.
 //! - `hpa`: the embedded pod autoscalers.
 //! - `kube_adapter`: the ports over a real API server (kube-rs).
+//! - `memory`: the in-memory cluster and virtual clock for `simulate` and tests.
 //! - `plan`: the `plan` subcommand (snapshot loading and reports).
+//! - `ports`: the traits the control loop talks to the world through.
+//! - `providers`: building the cloud provider named by `--cloud-provider`.
 
 pub mod config;
 pub mod core;
 pub mod hpa;
 pub mod kube_adapter;
+pub mod memory;
 pub mod plan;
 pub mod ports;
 pub mod providers;

@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 pub mod errors;
 pub mod instance;
 pub mod limits;
+pub mod memory;
 pub mod options;
 pub mod static_provider;
 

@@ -1,0 +1,333 @@
+//! `MemoryCluster`: the object store, the fake controllers and the virtual-time driver entry
+//! point (`advance`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use cloudprovider::memory::{MemoryCloudProvider, SharedTime};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::jiff::Timestamp;
+use simulator::labels::{Labels, Selector};
+use simulator::{NodeInfo, PodInfo};
+
+use super::config::MemoryClusterConfig;
+use super::scheduler::SchedulerState;
+use super::store::{Kind, ObjectKey};
+use crate::core::ClusterView;
+use crate::ports::Event;
+
+/// An Event as recorded, with the virtual time it was recorded at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedEvent {
+    pub at: Timestamp,
+    pub event: Event,
+}
+
+/// A workload whose controller must look at it again.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Workload {
+    Deployment(ObjectKey),
+    ReplicaSet(ObjectKey),
+    StatefulSet(ObjectKey),
+    Job(ObjectKey),
+    DaemonSet(ObjectKey),
+}
+
+impl Workload {
+    /// The workload a controller reference of a pod (or ReplicaSet) in `namespace` points at.
+    pub(super) fn from_owner(kind: &str, namespace: &str, name: &str) -> Option<Workload> {
+        let key = ObjectKey::new(namespace, name);
+        Some(match kind {
+            "Deployment" => Workload::Deployment(key),
+            "ReplicaSet" => Workload::ReplicaSet(key),
+            "StatefulSet" => Workload::StatefulSet(key),
+            "Job" => Workload::Job(key),
+            "DaemonSet" => Workload::DaemonSet(key),
+            _ => return None,
+        })
+    }
+}
+
+/// Something due at a virtual time. Pod timers carry the pod's uid, so a timer of a deleted pod
+/// never acts on a newer pod of the same name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Timer {
+    NodeReady(String),
+    PodStart(ObjectKey, String),
+    PodComplete(ObjectKey, String),
+    PodGone(ObjectKey, String),
+    JobExpire(ObjectKey, String),
+}
+
+/// An in-memory Kubernetes cluster: a store of objects plus fake controllers, kubelets and
+/// scheduler, all synchronous and deterministic, moved forward by [`MemoryCluster::advance`].
+/// See the module documentation for the rules it follows.
+pub struct MemoryCluster {
+    pub(super) config: MemoryClusterConfig,
+    pub(super) time: SharedTime,
+    pub(super) cloud: Option<Arc<MemoryCloudProvider>>,
+
+    pub(super) nodes: Kind<Node>,
+    /// Node name → the node without pods, for DaemonSet placement checks.
+    pub(super) node_infos: BTreeMap<String, Arc<NodeInfo>>,
+    pub(super) nodes_by_provider_id: HashMap<String, String>,
+    pub(super) pods: Kind<Pod>,
+    pub(super) pod_infos: HashMap<ObjectKey, Arc<PodInfo>>,
+    pub(super) pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
+    pub(super) pods_by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    /// (namespace, label key, label value) → pods, so PDBs find their pods without a scan.
+    pub(super) pods_by_label: HashMap<(String, String, String), BTreeSet<ObjectKey>>,
+    pub(super) deployments: Kind<Deployment>,
+    pub(super) replicasets: Kind<ReplicaSet>,
+    pub(super) statefulsets: Kind<StatefulSet>,
+    pub(super) jobs: Kind<Job>,
+    pub(super) daemonsets: Kind<DaemonSet>,
+    pub(super) replication_controllers: Kind<ReplicationController>,
+    pub(super) pdbs: Kind<PodDisruptionBudget>,
+    pub(super) config_maps: Kind<ConfigMap>,
+    pub(super) namespaces: Kind<Namespace>,
+    /// HorizontalPodAutoscalers are stored and listed here; the embedded HPA loop reads them
+    /// and acts through the `scale` port, so the cluster runs no HPA controller of its own.
+    pub(super) hpas: Kind<HorizontalPodAutoscaler>,
+    pub(super) events: Vec<RecordedEvent>,
+
+    pub(super) timers: BTreeSet<(Timestamp, Timer)>,
+    pub(super) dirty: BTreeSet<Workload>,
+    /// PDBs whose status must be recomputed.
+    pub(super) dirty_pdbs: BTreeSet<ObjectKey>,
+    /// Compiled `spec.selector` of every PDB.
+    pub(super) pdb_selectors: BTreeMap<ObjectKey, Selector>,
+    pub(super) scheduler: SchedulerState,
+    /// Per owner uid, the number of the next pod name (`<owner>-<n>`).
+    pub(super) pod_name_counters: HashMap<String, u64>,
+    pub(super) next_uid: u64,
+}
+
+impl MemoryCluster {
+    /// An empty cluster on the virtual time `time`. With a provider, every [`advance`] registers
+    /// the Nodes of instances that became ready and removes those of deleted instances; the
+    /// groups' initial instances register on the first advance.
+    ///
+    /// [`advance`]: MemoryCluster::advance
+    pub fn new(config: MemoryClusterConfig, time: SharedTime, cloud: Option<Arc<MemoryCloudProvider>>) -> Self {
+        MemoryCluster {
+            config,
+            time,
+            cloud,
+            nodes: Kind::default(),
+            node_infos: BTreeMap::new(),
+            nodes_by_provider_id: HashMap::new(),
+            pods: Kind::default(),
+            pod_infos: HashMap::new(),
+            pods_by_node: HashMap::new(),
+            pods_by_owner: HashMap::new(),
+            pods_by_label: HashMap::new(),
+            deployments: Kind::default(),
+            replicasets: Kind::default(),
+            statefulsets: Kind::default(),
+            jobs: Kind::default(),
+            daemonsets: Kind::default(),
+            replication_controllers: Kind::default(),
+            pdbs: Kind::default(),
+            config_maps: Kind::default(),
+            namespaces: Kind::default(),
+            hpas: Kind::default(),
+            events: Vec::new(),
+            timers: BTreeSet::new(),
+            dirty: BTreeSet::new(),
+            dirty_pdbs: BTreeSet::new(),
+            pdb_selectors: BTreeMap::new(),
+            scheduler: SchedulerState::default(),
+            pod_name_counters: HashMap::new(),
+            next_uid: 1,
+        }
+    }
+
+    pub fn config(&self) -> &MemoryClusterConfig {
+        &self.config
+    }
+
+    pub fn time(&self) -> &SharedTime {
+        &self.time
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.time.now()
+    }
+
+    /// Moves the shared virtual time to `now` (never backwards) and lets the cluster catch up,
+    /// in this order:
+    /// 1. the cloud: Nodes of instances that became ready register (NotReady for
+    ///    `node_startup_delay`), Nodes of deleted instances go away with their pods;
+    /// 2. everything due by `now`, in time order: nodes turning Ready, kubelets starting bound
+    ///    pods, pods finishing their run (→ Succeeded), terminating pods disappearing after
+    ///    their grace period, finished Jobs expiring (`ttlSecondsAfterFinished`);
+    /// 3. the controllers (Deployments, ReplicaSets, StatefulSets, Jobs, DaemonSets), until
+    ///    they have nothing left to do;
+    /// 4. the scheduler, for pending pods, when something relevant changed;
+    /// 5. the controllers and the scheduler once more, for what the first scheduling pass
+    ///    changed (workload statuses counting the pods just bound, replacements of preempted
+    ///    pods);
+    /// 6. PodDisruptionBudget statuses.
+    ///
+    /// Kubelets run before the controllers so that a pod that finished or went away in this
+    /// step is already replaced in this step. A pod bound in this step runs from the next one.
+    pub fn advance(&mut self, now: Timestamp) {
+        let now = self.time.advance_to(now);
+        self.sync_cloud();
+        self.fire_timers(now);
+        for _ in 0..2 {
+            self.run_controllers();
+            self.schedule();
+        }
+        self.sync_pdbs();
+    }
+
+    /// One consistent view of every object, as the autoscaler reads it. Cheap: each kind's list
+    /// is cached until that kind changes, and handing it out copies pointers only.
+    pub fn view(&mut self) -> ClusterView {
+        ClusterView {
+            nodes: self.nodes.list(),
+            pods: self.pods.list(),
+            pdbs: self.pdbs.list(),
+            daemonsets: self.daemonsets.list(),
+            replicasets: self.replicasets.list(),
+            statefulsets: self.statefulsets.list(),
+            jobs: self.jobs.list(),
+            replication_controllers: self.replication_controllers.list(),
+            deployments: self.deployments.list(),
+            config_maps: self.config_maps.list(),
+            namespaces: self.namespaces.list(),
+        }
+    }
+
+    /// Every Event recorded so far, oldest first.
+    pub fn events(&self) -> &[RecordedEvent] {
+        &self.events
+    }
+
+    /// Appends an Event, stamped with the current virtual time.
+    pub fn record_event(&mut self, event: Event) {
+        let at = self.now();
+        self.events.push(RecordedEvent { at, event });
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Arc<Node>> {
+        self.nodes.get(&ObjectKey::cluster(name))
+    }
+
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Arc<Pod>> {
+        self.pods.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn deployment(&self, namespace: &str, name: &str) -> Option<&Arc<Deployment>> {
+        self.deployments.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn replica_set(&self, namespace: &str, name: &str) -> Option<&Arc<ReplicaSet>> {
+        self.replicasets.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn stateful_set(&self, namespace: &str, name: &str) -> Option<&Arc<StatefulSet>> {
+        self.statefulsets.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn job(&self, namespace: &str, name: &str) -> Option<&Arc<Job>> {
+        self.jobs.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn daemon_set(&self, namespace: &str, name: &str) -> Option<&Arc<DaemonSet>> {
+        self.daemonsets.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn pdb(&self, namespace: &str, name: &str) -> Option<&Arc<PodDisruptionBudget>> {
+        self.pdbs.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn config_map(&self, namespace: &str, name: &str) -> Option<&Arc<ConfigMap>> {
+        self.config_maps.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn hpa(&self, namespace: &str, name: &str) -> Option<&Arc<HorizontalPodAutoscaler>> {
+        self.hpas.get(&ObjectKey::new(namespace, name))
+    }
+
+    /// Every HorizontalPodAutoscaler, in namespace / name order.
+    pub fn hpas(&mut self) -> Vec<Arc<HorizontalPodAutoscaler>> {
+        self.hpas.list()
+    }
+
+    /// Every node, in name order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Arc<Node>> {
+        self.nodes.iter().map(|(_, node)| node)
+    }
+
+    /// Every pod, in namespace / name order.
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.pods.iter().map(|(_, pod)| pod)
+    }
+
+    /// The pods bound to a node, in namespace / name order.
+    pub fn pods_on_node(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.pods_by_node.get(node).into_iter().flatten().filter_map(|key| self.pods.get(key).cloned()).collect()
+    }
+
+    pub(super) fn new_uid(&mut self) -> String {
+        let n = self.next_uid;
+        self.next_uid += 1;
+        format!("00000000-0000-4000-8000-{n:012x}")
+    }
+
+    pub(super) fn add_timer(&mut self, at: Timestamp, timer: Timer) {
+        self.timers.insert((at, timer));
+    }
+
+    /// Queues a workload for its controller.
+    pub(super) fn mark_dirty(&mut self, workload: Workload) {
+        self.dirty.insert(workload);
+    }
+
+    /// Every PDB of a namespace must look again (a workload's replica count changed, and
+    /// PDBs with percentages or `maxUnavailable` count replicas).
+    pub(super) fn mark_pdbs_of_namespace(&mut self, namespace: &str) {
+        let keys: Vec<ObjectKey> = self.pdbs.in_namespace(namespace).map(|(k, _)| k.clone()).collect();
+        self.dirty_pdbs.extend(keys);
+    }
+
+    /// The PDBs selecting a pod with any of these label sets must look again.
+    pub(super) fn mark_pdbs_selecting(&mut self, namespace: &str, labels: [Option<&Labels>; 2]) {
+        let start = ObjectKey::new(namespace, "");
+        let keys: Vec<ObjectKey> = self
+            .pdb_selectors
+            .range(start..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .filter(|(_, selector)| labels.iter().any(|l| selector.matches(*l)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.dirty_pdbs.extend(keys);
+    }
+
+    pub(super) fn mark_all_daemonsets_dirty(&mut self) {
+        let keys = self.daemonsets.keys();
+        self.dirty.extend(keys.into_iter().map(Workload::DaemonSet));
+    }
+
+    fn fire_timers(&mut self, now: Timestamp) {
+        while let Some((at, _)) = self.timers.first()
+            && *at <= now
+        {
+            let (at, timer) = self.timers.pop_first().expect("a first timer exists");
+            match timer {
+                Timer::NodeReady(name) => self.node_becomes_ready(&name, at),
+                Timer::PodStart(key, uid) => self.start_pod(&key, &uid, at),
+                Timer::PodComplete(key, uid) => self.complete_pod(&key, &uid, at),
+                Timer::PodGone(key, uid) => self.pod_grace_period_over(&key, &uid),
+                Timer::JobExpire(key, uid) => self.expire_job(&key, &uid),
+            }
+        }
+    }
+}

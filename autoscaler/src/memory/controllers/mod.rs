@@ -1,0 +1,87 @@
+//! The workload controllers: each syncs one workload when something about it changed (its
+//! spec, or one of its pods), and they run until none has anything left to do.
+
+mod daemonset;
+mod job;
+mod pdb;
+mod replicas;
+mod statefulset;
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use super::cluster::{MemoryCluster, Workload};
+use super::pods::{bound_node, creation, is_ready, phase, ready_since};
+use super::store::ObjectKey;
+
+/// Enough rounds for a Deployment → ReplicaSet → pods → ReplicaSet status → Deployment status
+/// chain; anything left waits for the next advance.
+const MAX_ROUNDS: usize = 6;
+
+pub(super) fn controller_ref(api_version: &str, kind: &str, meta: &ObjectMeta) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// kube-controller-manager's order for removing replicas (`ActivePodsWithRanks`): unbound
+/// before bound, Pending before Running, not Ready before Ready, Ready for less time before
+/// longer, newer before older; then by name, for determinism.
+pub(super) fn sort_for_removal(pods: &mut [Arc<Pod>]) {
+    pods.sort_by_cached_key(|p| {
+        let phase_rank = match phase(p) {
+            "Pending" => 0,
+            "Running" => 2,
+            _ => 1,
+        };
+        (
+            bound_node(p).is_some(),
+            phase_rank,
+            is_ready(p),
+            Reverse(ready_since(p)),
+            Reverse(creation(&p.metadata)),
+            p.metadata.name.clone(),
+        )
+    });
+}
+
+impl MemoryCluster {
+    pub(super) fn run_controllers(&mut self) {
+        for _ in 0..MAX_ROUNDS {
+            if self.dirty.is_empty() {
+                break;
+            }
+            for workload in std::mem::take(&mut self.dirty) {
+                match &workload {
+                    Workload::Deployment(key) => self.sync_deployment(key),
+                    Workload::ReplicaSet(key) => self.sync_replica_set(key),
+                    Workload::StatefulSet(key) => self.sync_stateful_set(key),
+                    Workload::Job(key) => self.sync_job(key),
+                    Workload::DaemonSet(key) => self.sync_daemon_set(key),
+                }
+                // The sync saw the changes it made to its own pods.
+                self.dirty.remove(&workload);
+            }
+        }
+    }
+
+    /// The pods a controller owns (by uid), in namespace / name order.
+    pub(super) fn owned_pods(&self, owner_uid: &str) -> Vec<Arc<Pod>> {
+        self.pods_by_owner.get(owner_uid).into_iter().flatten().filter_map(|key| self.pods.get(key).cloned()).collect()
+    }
+
+    pub(super) fn terminate_pods(&mut self, pods: &[Arc<Pod>]) {
+        for pod in pods {
+            let grace = self.grace_of(pod);
+            self.terminate_pod(&ObjectKey::of(&pod.metadata), grace);
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! Pods: the one place where pods are stored, changed and removed (so that every index, the
+//! scheduler's snapshot, the controllers and the PDBs hear about it), pod creation from
+//! templates, and the kubelet's part: starting pods, finishing them, and letting terminating
+//! pods go after their grace period.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloudprovider::memory::plus;
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+use simulator::PodInfo;
+
+use super::cluster::{MemoryCluster, Timer, Workload};
+use super::config::RUN_DURATION_ANNOTATION;
+use super::store::ObjectKey;
+use crate::config::duration::parse_go_duration;
+
+/// What a pod update changed, so that derived data is recomputed only when needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PodChange {
+    /// Only `status`.
+    Status,
+    /// `spec.nodeName` and `status`.
+    Bind,
+    /// Anything (labels, spec, deletion timestamp): the pod's `PodInfo` is recomputed.
+    Spec,
+}
+
+pub(super) fn bound_node(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
+}
+
+pub(super) fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending")
+}
+
+pub(super) fn is_terminal(pod: &Pod) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
+pub(super) fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+/// Neither finished nor on its way out: what controllers count as one of their replicas.
+pub(super) fn is_active(pod: &Pod) -> bool {
+    !is_terminal(pod) && !is_terminating(pod)
+}
+
+fn condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a PodCondition> {
+    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_)
+}
+
+/// Condition `Ready=True`.
+pub(super) fn is_ready(pod: &Pod) -> bool {
+    condition(pod, "Ready").is_some_and(|c| c.status == "True")
+}
+
+/// When the pod last became Ready.
+pub(super) fn ready_since(pod: &Pod) -> Option<Timestamp> {
+    condition(pod, "Ready").filter(|c| c.status == "True").and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+}
+
+pub(super) fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
+    pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true))
+}
+
+pub(super) fn creation(meta: &ObjectMeta) -> Option<Timestamp> {
+    meta.creation_timestamp.as_ref().map(|t| t.0)
+}
+
+/// Pods the default scheduler is responsible for.
+pub(super) fn default_scheduler(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).is_none_or(|n| n == "default-scheduler")
+}
+
+/// Unbound, pending, not terminating and ours to schedule.
+pub(super) fn waiting_for_scheduler(pod: &Pod) -> bool {
+    bound_node(pod).is_none() && phase(pod) == "Pending" && !is_terminating(pod) && default_scheduler(pod)
+}
+
+/// The run duration a pod's annotation asks for; errors name the annotation.
+pub(super) fn annotated_run_duration(meta: &ObjectMeta) -> Result<Option<Duration>, String> {
+    match meta.annotations.as_ref().and_then(|a| a.get(RUN_DURATION_ANNOTATION)) {
+        None => Ok(None),
+        Some(text) => parse_go_duration(text)
+            .map(Some)
+            .map_err(|e| format!("annotation {RUN_DURATION_ANNOTATION}: {text:?} is not a duration: {e}")),
+    }
+}
+
+/// Sets (or updates) a condition; the transition time moves only when the status changes.
+pub(super) fn set_condition(
+    status: &mut PodStatus,
+    type_: &str,
+    value: &str,
+    reason: Option<&str>,
+    message: Option<String>,
+    at: Timestamp,
+) {
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(c) => {
+            if c.status != value {
+                c.status = value.to_string();
+                c.last_transition_time = Some(Time(at));
+            }
+            c.reason = reason.map(str::to_string);
+            c.message = message;
+        }
+        None => conditions.push(PodCondition {
+            type_: type_.to_string(),
+            status: value.to_string(),
+            reason: reason.map(str::to_string),
+            message,
+            last_transition_time: Some(Time(at)),
+            ..Default::default()
+        }),
+    }
+}
+
+impl MemoryCluster {
+    fn owner_workload(pod: &Pod) -> Option<Workload> {
+        let owner = controller_of(pod)?;
+        Workload::from_owner(&owner.kind, pod.metadata.namespace.as_deref().unwrap_or("default"), &owner.name)
+    }
+
+    /// The pod's controller and the PDBs selecting it (before or after a label change).
+    fn notify_pod_watchers(&mut self, pod: &Pod, old_labels: Option<&BTreeMap<String, String>>) {
+        if let Some(workload) = Self::owner_workload(pod) {
+            self.mark_dirty(workload);
+        }
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        self.mark_pdbs_selecting(namespace, [pod.metadata.labels.as_ref(), old_labels]);
+    }
+
+    /// How long a pod runs once started: its annotation, else the Job default for Job pods.
+    fn run_duration(&self, pod: &Pod) -> Option<Duration> {
+        match annotated_run_duration(&pod.metadata) {
+            Ok(Some(duration)) => Some(duration),
+            // Admission refuses bad annotations; one slipping through counts as absent.
+            Ok(None) | Err(_) => {
+                controller_of(pod).filter(|owner| owner.kind == "Job").map(|_| self.config.default_job_run_duration)
+            }
+        }
+    }
+
+    fn index_labels(&mut self, key: &ObjectKey, labels: Option<&BTreeMap<String, String>>, present: bool) {
+        for (label, value) in labels.into_iter().flatten() {
+            let index_key = (key.namespace.clone(), label.clone(), value.clone());
+            if present {
+                self.pods_by_label.entry(index_key).or_default().insert(key.clone());
+            } else if let Some(keys) = self.pods_by_label.get_mut(&index_key) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.pods_by_label.remove(&index_key);
+                }
+            }
+        }
+    }
+
+    /// Stores a pod (new or changed) and tells everyone who cares.
+    pub(super) fn put_pod(&mut self, pod: Pod, change: PodChange) {
+        let now = self.now();
+        let key = ObjectKey::of(&pod.metadata);
+        let pod = Arc::new(pod);
+        let old = self.pods.insert(key.clone(), pod.clone());
+        let old_info = self.pod_infos.get(&key).cloned();
+        let info = match (change, &old_info, &old) {
+            (PodChange::Status | PodChange::Bind, Some(info), Some(_)) => info.clone(),
+            _ => Arc::new(PodInfo::new(pod.clone())),
+        };
+        self.pod_infos.insert(key.clone(), info.clone());
+
+        let old_node = old.as_deref().and_then(bound_node).map(str::to_string);
+        let new_node = bound_node(&pod).map(str::to_string);
+        if old_node != new_node {
+            if let Some(node) = &old_node
+                && let Some(keys) = self.pods_by_node.get_mut(node)
+            {
+                keys.remove(&key);
+            }
+            if let Some(node) = &new_node {
+                self.pods_by_node.entry(node.clone()).or_default().insert(key.clone());
+            }
+        }
+        let old_owner = old.as_deref().and_then(controller_of).map(|o| o.uid.clone());
+        let new_owner = controller_of(&pod).map(|o| o.uid.clone());
+        if old.is_none() || old_owner != new_owner {
+            if let Some(uid) = &old_owner
+                && let Some(keys) = self.pods_by_owner.get_mut(uid)
+            {
+                keys.remove(&key);
+            }
+            if let Some(uid) = new_owner {
+                self.pods_by_owner.entry(uid).or_default().insert(key.clone());
+            }
+        }
+
+        let old_labels = old.as_deref().and_then(|o| o.metadata.labels.as_ref());
+        if old.is_none() || old_labels != pod.metadata.labels.as_ref() {
+            self.index_labels(&key, old_labels, false);
+            self.index_labels(&key, pod.metadata.labels.as_ref(), true);
+        }
+
+        self.snapshot_pod_changed(&key, old.as_deref(), old_info.as_ref(), &pod, &info, change);
+
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let newly_bound = new_node.is_some() && (old.is_none() || old_node.is_none());
+        if newly_bound && phase(&pod) == "Pending" && !is_terminating(&pod) {
+            self.add_timer(plus(now, self.config.pod_startup_delay), Timer::PodStart(key.clone(), uid.clone()));
+        }
+        let started = phase(&pod) == "Running" && old.as_deref().is_none_or(|o| phase(o) != "Running");
+        if started
+            && !is_terminating(&pod)
+            && let Some(duration) = self.run_duration(&pod)
+        {
+            let since = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map_or(now, |t| t.0);
+            self.add_timer(plus(since, duration), Timer::PodComplete(key.clone(), uid));
+        }
+
+        let relevant = old.as_deref().is_none_or(|o| {
+            phase(o) != phase(&pod)
+                || is_ready(o) != is_ready(&pod)
+                || is_terminating(o) != is_terminating(&pod)
+                || old_node != new_node
+                || o.metadata.labels != pod.metadata.labels
+        });
+        if relevant {
+            self.notify_pod_watchers(&pod, old.as_deref().and_then(|o| o.metadata.labels.as_ref()));
+        }
+    }
+
+    /// Removes a pod at once (it is gone from the API).
+    pub(super) fn remove_pod(&mut self, key: &ObjectKey) -> Option<Arc<Pod>> {
+        let pod = self.pods.remove(key)?;
+        let info = self.pod_infos.remove(key);
+        if let Some(node) = bound_node(&pod)
+            && let Some(keys) = self.pods_by_node.get_mut(node)
+        {
+            keys.remove(key);
+        }
+        if let Some(owner) = controller_of(&pod)
+            && let Some(keys) = self.pods_by_owner.get_mut(&owner.uid)
+        {
+            keys.remove(key);
+        }
+        self.index_labels(key, pod.metadata.labels.as_ref(), false);
+        self.snapshot_pod_removed(key, info.as_ref());
+        self.notify_pod_watchers(&pod, None);
+        Some(pod)
+    }
+
+    /// The pod's own `terminationGracePeriodSeconds`, or the default.
+    pub(super) fn grace_of(&self, pod: &Pod) -> Duration {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .map_or(self.config.default_termination_grace, |s| Duration::from_secs(s.max(0) as u64))
+    }
+
+    /// Deletes a pod gracefully: unbound or finished pods go at once; a running pod gets its
+    /// deletion timestamp (now + grace) and goes when it is reached. A shorter grace shortens
+    /// an ongoing termination; a longer one changes nothing.
+    pub(super) fn terminate_pod(&mut self, key: &ObjectKey, grace: Duration) {
+        let Some(pod) = self.pods.get(key).cloned() else { return };
+        if bound_node(&pod).is_none() || is_terminal(&pod) {
+            self.remove_pod(key);
+            return;
+        }
+        let gone_at = plus(self.now(), grace);
+        if let Some(existing) = &pod.metadata.deletion_timestamp
+            && existing.0 <= gone_at
+        {
+            return;
+        }
+        let mut pod = (*pod).clone();
+        pod.metadata.deletion_timestamp = Some(Time(gone_at));
+        pod.metadata.deletion_grace_period_seconds = Some(i64::try_from(grace.as_secs()).unwrap_or(i64::MAX));
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        self.put_pod(pod, PodChange::Spec);
+        self.add_timer(gone_at, Timer::PodGone(key.clone(), uid));
+    }
+
+    /// A free pod name `<base>-<n>`, counting per owner.
+    pub(super) fn next_pod_name(&mut self, owner_uid: &str, namespace: &str, base: &str) -> String {
+        loop {
+            let counter = self.pod_name_counters.entry(owner_uid.to_string()).or_insert(0);
+            let name = format!("{base}-{counter}");
+            *counter += 1;
+            if !self.pods.contains(&ObjectKey::new(namespace, &name)) {
+                return name;
+            }
+        }
+    }
+
+    /// Creates the pod `key` from a workload's template, owned by `owner`, Pending.
+    pub(super) fn create_pod(
+        &mut self,
+        key: ObjectKey,
+        template: &PodTemplateSpec,
+        owner: OwnerReference,
+        extra_labels: &[(&str, String)],
+        extra_annotations: &[(&str, String)],
+        customize: impl FnOnce(&mut PodSpec),
+    ) -> ObjectKey {
+        let template_meta = template.metadata.clone().unwrap_or_default();
+        let mut labels: BTreeMap<String, String> = template_meta.labels.unwrap_or_default();
+        labels.extend(extra_labels.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        let mut annotations: BTreeMap<String, String> = template_meta.annotations.unwrap_or_default();
+        annotations.extend(extra_annotations.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        let mut spec = template.spec.clone().unwrap_or_default();
+        customize(&mut spec);
+        let mut pod = Pod {
+            metadata: ObjectMeta {
+                name: Some(key.name),
+                namespace: Some(key.namespace),
+                uid: Some(self.new_uid()),
+                creation_timestamp: Some(Time(self.now())),
+                labels: Some(labels),
+                annotations: (!annotations.is_empty()).then_some(annotations),
+                owner_references: Some(vec![owner]),
+                ..Default::default()
+            },
+            spec: Some(spec),
+            status: Some(PodStatus { phase: Some("Pending".to_string()), ..Default::default() }),
+        };
+        // Workload templates were checked on admission; an unknown class leaves the priority unset.
+        let _ = self.resolve_priority(&mut pod);
+        let key = ObjectKey::of(&pod.metadata);
+        self.put_pod(pod, PodChange::Spec);
+        key
+    }
+
+    /// Admission's priority: `spec.priority` from `priorityClassName` when it is not set.
+    pub(super) fn resolve_priority(&self, pod: &mut Pod) -> Result<(), String> {
+        let Some(spec) = pod.spec.as_mut() else { return Ok(()) };
+        if spec.priority.is_some() {
+            return Ok(());
+        }
+        if let Some(class) = spec.priority_class_name.as_deref().filter(|c| !c.is_empty()) {
+            match self.config.priority_classes.get(class) {
+                Some(value) => spec.priority = Some(*value),
+                None => return Err(format!("no PriorityClass with name {class} was found")),
+            }
+        }
+        Ok(())
+    }
+
+    fn pod_with_uid(&self, key: &ObjectKey, uid: &str) -> Option<Arc<Pod>> {
+        self.pods.get(key).filter(|p| p.metadata.uid.as_deref().unwrap_or_default() == uid).cloned()
+    }
+
+    /// Kubelet: a bound pod starts and becomes Ready.
+    pub(super) fn start_pod(&mut self, key: &ObjectKey, uid: &str, at: Timestamp) {
+        let Some(pod) = self.pod_with_uid(key, uid) else { return };
+        if phase(&pod) != "Pending" || is_terminating(&pod) || bound_node(&pod).is_none() {
+            return;
+        }
+        let mut pod = (*pod).clone();
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.phase = Some("Running".to_string());
+        status.start_time = Some(Time(at));
+        for type_ in ["Initialized", "ContainersReady", "Ready"] {
+            set_condition(status, type_, "True", None, None, at);
+        }
+        self.put_pod(pod, PodChange::Status);
+    }
+
+    /// Kubelet: a pod with a run duration finished it successfully.
+    pub(super) fn complete_pod(&mut self, key: &ObjectKey, uid: &str, at: Timestamp) {
+        let Some(pod) = self.pod_with_uid(key, uid) else { return };
+        if phase(&pod) != "Running" || is_terminating(&pod) {
+            return;
+        }
+        let mut pod = (*pod).clone();
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.phase = Some("Succeeded".to_string());
+        for type_ in ["ContainersReady", "Ready"] {
+            set_condition(status, type_, "False", Some("PodCompleted"), None, at);
+        }
+        self.put_pod(pod, PodChange::Status);
+    }
+
+    /// Kubelet: a terminating pod's grace period is over; it is gone.
+    pub(super) fn pod_grace_period_over(&mut self, key: &ObjectKey, uid: &str) {
+        if self.pod_with_uid(key, uid).is_some_and(|p| is_terminating(&p)) {
+            self.remove_pod(key);
+        }
+    }
+}

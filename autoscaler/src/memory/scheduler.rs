@@ -1,0 +1,294 @@
+//! The scheduler: binds pending pods with the simulator's predicates (kube-scheduler's
+//! filters), on a `ClusterSnapshot` kept in step with the store instead of rebuilt per pass.
+//!
+//! - A pass runs only when something could change its outcome: new pending pods (then only they
+//!   are tried), or capacity or nodes changed (a pod left a node, a node appeared, changed or
+//!   went: then every pending pod is tried again).
+//! - Pods go in kube-scheduler's queue order: priority (highest first), then creation time,
+//!   then namespace / name.
+//! - Among the nodes that pass every filter, the pick is kube-scheduler's default spirit at a
+//!   fraction of the cost: fewest untolerated `PreferNoSchedule` taints (TaintToleration
+//!   scoring, which is how the autoscaler's soft taints steer pods), then NodeResourcesFit
+//!   `LeastAllocated` (the most free cpu and memory share after placing the pod, as kube-scheduler
+//!   scores it: integer 0–100 per resource, averaged), then the node name.
+//! - A pod that fits nowhere keeps phase Pending and gets `PodScheduled=False`, reason
+//!   `Unschedulable`, with kube-scheduler's message (`0/3 nodes are available: 2 Insufficient
+//!   cpu, 1 node(s) were unschedulable.`); then preemption is tried (see `preemption.rs`).
+//! - Pods with inter-pod affinity or topology spread constraints are retried in the same pass
+//!   after other pods were bound, since new pods can make them fit.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use simulator::predicates::tolerates;
+use simulator::{ClusterSnapshot, NodeInfo, PodInfo};
+
+use super::cluster::MemoryCluster;
+use super::pods::{PodChange, bound_node, creation, is_terminal, set_condition, waiting_for_scheduler};
+use super::store::ObjectKey;
+
+#[derive(Debug, Default)]
+pub(super) struct SchedulerState {
+    pub snapshot: ClusterSnapshot,
+    /// Dead node slots the snapshot keeps after node removals and replacements.
+    garbage: usize,
+    /// Pending pods created (or changed) since the last pass.
+    pub new_pending: BTreeSet<ObjectKey>,
+    /// Capacity or nodes changed: every pending pod gets another try.
+    pub retry_all: bool,
+}
+
+/// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
+fn least_allocated(node: &NodeInfo, pod: &PodInfo) -> i64 {
+    let score = |allocatable: i64, used: i64| {
+        if allocatable <= 0 { 0 } else { (allocatable - used).max(0).saturating_mul(100) / allocatable }
+    };
+    let cpu = score(node.allocatable.cpu_millis, node.requested.cpu_millis + pod.requests.cpu_millis);
+    let memory = score(node.allocatable.memory, node.requested.memory + pod.requests.memory);
+    (cpu + memory) / 2
+}
+
+fn untolerated_prefer_no_schedule(node: &NodeInfo, pod: &PodInfo) -> usize {
+    node.taints()
+        .iter()
+        .filter(|t| t.effect == "PreferNoSchedule" && !pod.tolerations().iter().any(|tol| tolerates(tol, t)))
+        .count()
+}
+
+/// kube-scheduler's FitError message.
+fn unschedulable_message(total: usize, reasons: &BTreeMap<String, usize>) -> String {
+    if total == 0 {
+        return "no nodes available to schedule pods".to_string();
+    }
+    let mut parts: Vec<String> = reasons.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
+    parts.sort();
+    format!("0/{total} nodes are available: {}.", parts.join(", "))
+}
+
+impl MemoryCluster {
+    fn in_snapshot(&self, pod: &Pod) -> Option<simulator::NodeId> {
+        if is_terminal(pod) {
+            return None;
+        }
+        bound_node(pod).and_then(|node| self.scheduler.snapshot.node_id(node))
+    }
+
+    pub(super) fn snapshot_pod_changed(
+        &mut self,
+        key: &ObjectKey,
+        old: Option<&Pod>,
+        old_info: Option<&Arc<PodInfo>>,
+        new: &Pod,
+        info: &Arc<PodInfo>,
+        change: PodChange,
+    ) {
+        let was_in = old.and_then(|_| self.scheduler.snapshot.pod_node(&info.key));
+        let now_in = self.in_snapshot(new);
+        let info_changed = old_info.is_none_or(|o| !Arc::ptr_eq(o, info));
+        if was_in.is_some() && (was_in != now_in || info_changed) {
+            let _ = self.scheduler.snapshot.remove_pod(&info.key);
+            self.scheduler.retry_all = true;
+        }
+        if let Some(node) = now_in
+            && (was_in != now_in || info_changed)
+            && let Err(error) = self.scheduler.snapshot.add_pod(info.clone(), node)
+        {
+            tracing::warn!(pod = %key, %error, "pod could not be placed in the scheduler's snapshot");
+        }
+        if waiting_for_scheduler(new) {
+            if old.is_none_or(|o| !waiting_for_scheduler(o)) || change == PodChange::Spec {
+                self.scheduler.new_pending.insert(key.clone());
+            }
+        } else {
+            self.scheduler.new_pending.remove(key);
+        }
+    }
+
+    pub(super) fn snapshot_pod_removed(&mut self, key: &ObjectKey, info: Option<&Arc<PodInfo>>) {
+        if let Some(info) = info
+            && self.scheduler.snapshot.pod_node(&info.key).is_some()
+        {
+            let _ = self.scheduler.snapshot.remove_pod(&info.key);
+            self.scheduler.retry_all = true;
+        }
+        self.scheduler.new_pending.remove(key);
+    }
+
+    /// The pods of a node that hold resources on it.
+    fn snapshot_pods_of(&self, node: &str) -> Vec<Arc<PodInfo>> {
+        self.pods_by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|key| self.pods.get(key).is_some_and(|p| !is_terminal(p)))
+            .filter_map(|key| self.pod_infos.get(key).cloned())
+            .collect()
+    }
+
+    pub(super) fn snapshot_node_put(&mut self, name: &str, node: Arc<Node>) {
+        let snapshot = &mut self.scheduler.snapshot;
+        let pods = match snapshot.node_id(name) {
+            Some(id) => {
+                let pods = snapshot.node(id).map(|n| n.pods.clone()).unwrap_or_default();
+                let _ = snapshot.remove_node(id);
+                self.scheduler.garbage += 1;
+                pods
+            }
+            None => self.snapshot_pods_of(name),
+        };
+        let mut info = NodeInfo::new(node);
+        info.pods = pods;
+        if let Err(error) = self.scheduler.snapshot.add_node_info(info) {
+            tracing::warn!(node = %name, %error, "node could not be placed in the scheduler's snapshot");
+        }
+        self.scheduler.retry_all = true;
+        self.compact_snapshot();
+    }
+
+    pub(super) fn snapshot_node_removed(&mut self, name: &str) {
+        if let Some(id) = self.scheduler.snapshot.node_id(name) {
+            let _ = self.scheduler.snapshot.remove_node(id);
+            self.scheduler.garbage += 1;
+            self.scheduler.retry_all = true;
+            self.compact_snapshot();
+        }
+    }
+
+    pub(super) fn snapshot_namespaces_changed(&mut self) {
+        let namespaces = self.namespaces.list();
+        self.scheduler.snapshot.set_namespaces(namespaces.iter().map(|n| &**n));
+    }
+
+    /// Node ids are never reused, so replaced and removed nodes leave dead slots every search
+    /// walks over; rebuild once they outnumber the live nodes.
+    fn compact_snapshot(&mut self) {
+        let live = self.scheduler.snapshot.node_count();
+        if self.scheduler.garbage <= 64 || self.scheduler.garbage <= 2 * live {
+            return;
+        }
+        let mut snapshot = ClusterSnapshot::new();
+        let namespaces = self.namespaces.list();
+        snapshot.set_namespaces(namespaces.iter().map(|n| &**n));
+        for (key, node) in self.nodes.iter() {
+            let mut info = NodeInfo::new(node.clone());
+            info.pods = self.snapshot_pods_of(&key.name);
+            if let Err(error) = snapshot.add_node_info(info) {
+                tracing::warn!(node = %key.name, %error, "node could not be placed in the scheduler's snapshot");
+            }
+        }
+        self.scheduler.snapshot = snapshot;
+        self.scheduler.garbage = 0;
+    }
+
+    /// One scheduling pass, when something changed since the last one.
+    pub(super) fn schedule(&mut self) {
+        let state = &mut self.scheduler;
+        if !state.retry_all && state.new_pending.is_empty() {
+            return;
+        }
+        let keys: Vec<ObjectKey> = if std::mem::take(&mut state.retry_all) {
+            state.new_pending.clear();
+            self.pods.iter().filter(|(_, p)| waiting_for_scheduler(p)).map(|(k, _)| k.clone()).collect()
+        } else {
+            std::mem::take(&mut state.new_pending).into_iter().collect()
+        };
+        let mut queue: Vec<(ObjectKey, Arc<PodInfo>)> = keys
+            .into_iter()
+            .filter(|key| self.pods.get(key).is_some_and(|p| waiting_for_scheduler(p)))
+            .filter_map(|key| self.pod_infos.get(&key).cloned().map(|info| (key, info)))
+            .collect();
+        queue.sort_by_cached_key(|(key, info)| (Reverse(info.priority), creation(&info.pod.metadata), key.clone()));
+        loop {
+            let mut bound_any = false;
+            let mut retry = Vec::new();
+            for (key, info) in queue {
+                if !self.pods.get(&key).is_some_and(|p| waiting_for_scheduler(p)) {
+                    continue;
+                }
+                match self.pick_node(&info) {
+                    Ok(node) => {
+                        self.bind(&key, node);
+                        bound_any = true;
+                    }
+                    Err(message) => {
+                        self.mark_unschedulable(&key, message);
+                        self.preempt_for(&key, &info);
+                        if info.has_inter_pod_affinity() || !info.spread_constraints.is_empty() {
+                            retry.push((key, info));
+                        }
+                    }
+                }
+            }
+            if !bound_any || retry.is_empty() {
+                break;
+            }
+            queue = retry;
+        }
+    }
+
+    /// The best node for the pod, or kube-scheduler's message saying why none fits.
+    fn pick_node(&mut self, pod: &PodInfo) -> Result<String, String> {
+        let snapshot = &mut self.scheduler.snapshot;
+        let prepared = snapshot.prepare(pod);
+        let mut best: Option<(usize, Reverse<i64>, Arc<str>)> = None;
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut total = 0;
+        for (id, node) in snapshot.nodes() {
+            total += 1;
+            match snapshot.check(&prepared, id) {
+                Ok(()) => {
+                    let rank = (
+                        untolerated_prefer_no_schedule(node, pod),
+                        Reverse(least_allocated(node, pod)),
+                        node.name.clone(),
+                    );
+                    if best.as_ref().is_none_or(|b| rank < *b) {
+                        best = Some(rank);
+                    }
+                }
+                Err(unfit) => {
+                    for reason in unfit.reasons() {
+                        *reasons.entry(reason).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        best.map(|(_, _, name)| name.to_string()).ok_or_else(|| unschedulable_message(total, &reasons))
+    }
+
+    fn bind(&mut self, key: &ObjectKey, node: String) {
+        let Some(pod) = self.pods.get(key) else { return };
+        let now = self.now();
+        let mut pod = (**pod).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node);
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.nominated_node_name = None;
+        set_condition(status, "PodScheduled", "True", None, None, now);
+        self.put_pod(pod, PodChange::Bind);
+    }
+
+    fn mark_unschedulable(&mut self, key: &ObjectKey, message: String) {
+        let Some(pod) = self.pods.get(key) else { return };
+        let current = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
+        let unchanged = current.is_some_and(|c| {
+            c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+                && c.message.as_deref() == Some(message.as_str())
+        });
+        if unchanged {
+            return;
+        }
+        let now = self.now();
+        let mut pod = (**pod).clone();
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.phase = Some("Pending".to_string());
+        set_condition(status, "PodScheduled", "False", Some("Unschedulable"), Some(message), now);
+        self.put_pod(pod, PodChange::Status);
+    }
+}

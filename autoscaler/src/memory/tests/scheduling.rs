@@ -1,0 +1,194 @@
+//! The fake scheduler: filters, scoring, unschedulable conditions, priority and preemption.
+
+use k8s_openapi::api::core::v1::{Pod, Taint};
+use simulator::testing::{node, with_taint};
+
+use super::*;
+use crate::core::decide::is_unschedulable;
+
+fn with_priority(mut pod: Pod, priority: i32) -> Pod {
+    pod.spec.as_mut().unwrap().priority = Some(priority);
+    pod
+}
+
+fn created_at(mut pod: Pod, seconds: i64) -> Pod {
+    pod.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(seconds)));
+    pod
+}
+
+#[test]
+fn pending_pod_is_bound_when_it_fits_and_runs_on_the_next_advance() {
+    let mut c = cluster();
+    c.apply(node("n1", "4", "8Gi")).unwrap();
+    c.apply(pending_pod("p1", "1", "1Gi")).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "p1").as_deref(), Some("n1"));
+    assert_eq!(scheduled_condition(&c, "default", "p1").unwrap().0, "True");
+    assert_eq!(phase_of(&c, "default", "p1"), "Pending", "the kubelet starts it on the next step");
+    c.advance(t(2));
+    assert_eq!(phase_of(&c, "default", "p1"), "Running");
+    let pod = c.pod("default", "p1").unwrap();
+    let ready = pod.status.as_ref().unwrap().conditions.as_ref().unwrap().iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(ready.status, "True");
+}
+
+#[test]
+fn pod_that_fits_nowhere_stays_pending_with_unschedulable_condition() {
+    let mut c = cluster();
+    c.apply(node("n1", "1", "8Gi")).unwrap();
+    c.apply(pending_pod("big", "2", "1Gi")).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "big"), None);
+    assert_eq!(phase_of(&c, "default", "big"), "Pending");
+    let (status, reason, message) = scheduled_condition(&c, "default", "big").unwrap();
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "Unschedulable"));
+    assert_eq!(message, "0/1 nodes are available: 1 Insufficient cpu.");
+    assert!(is_unschedulable(c.pod("default", "big").unwrap()), "the autoscaler sees it as unschedulable");
+}
+
+#[test]
+fn unschedulable_pod_is_bound_once_a_node_that_fits_appears() {
+    let mut c = cluster();
+    c.apply(node("small", "1", "8Gi")).unwrap();
+    c.apply(pending_pod("big", "2", "1Gi")).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "big"), None);
+    c.apply(node("large", "8", "32Gi")).unwrap();
+    c.advance(t(2));
+    assert_eq!(node_of(&c, "default", "big").as_deref(), Some("large"));
+}
+
+#[test]
+fn cordoned_and_tainted_nodes_take_no_pods_that_do_not_tolerate_them() {
+    let mut c = cluster();
+    let mut cordoned = node("a-cordoned", "4", "8Gi");
+    cordoned.spec.as_mut().unwrap().unschedulable = Some(true);
+    c.apply(cordoned).unwrap();
+    c.apply(with_taint(node("b-tainted", "4", "8Gi"), "dedicated", "gpu", "NoSchedule")).unwrap();
+    c.apply(pending_pod("p", "1", "1Gi")).unwrap();
+    c.advance(t(1));
+    let (_, _, message) = scheduled_condition(&c, "default", "p").unwrap();
+    assert_eq!(
+        message,
+        "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable."
+    );
+    let mut tolerant = pending_pod("tolerant", "1", "1Gi");
+    tolerant.spec.as_mut().unwrap().tolerations =
+        Some(vec![from_json(json!({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}))]);
+    c.apply(tolerant).unwrap();
+    c.advance(t(2));
+    assert_eq!(node_of(&c, "default", "tolerant").as_deref(), Some("b-tainted"));
+    c.apply(node("c-open", "4", "8Gi")).unwrap();
+    c.advance(t(3));
+    assert_eq!(node_of(&c, "default", "p").as_deref(), Some("c-open"));
+}
+
+#[test]
+fn uncordoning_a_node_lets_waiting_pods_onto_it() {
+    let mut c = cluster();
+    c.apply(node("n1", "4", "8Gi")).unwrap();
+    c.advance(t(1));
+    let taint =
+        Taint { key: "ToBeDeletedByClusterAutoscaler".into(), effect: "NoSchedule".into(), ..Default::default() };
+    assert!(c.taint("n1", taint, true));
+    c.apply(pending_pod("p", "1", "1Gi")).unwrap();
+    c.advance(t(2));
+    assert_eq!(node_of(&c, "default", "p"), None);
+    assert!(c.untaint("n1", "ToBeDeletedByClusterAutoscaler", true));
+    c.advance(t(3));
+    assert_eq!(node_of(&c, "default", "p").as_deref(), Some("n1"));
+}
+
+#[test]
+fn least_allocated_node_is_preferred() {
+    let mut c = cluster();
+    c.apply(node("a", "4", "8Gi")).unwrap();
+    c.apply(node("b", "4", "8Gi")).unwrap();
+    c.apply(simulator::testing::on_node(pending_pod("resident", "3", "1Gi"), "a")).unwrap();
+    c.apply(pending_pod("newcomer", "500m", "512Mi")).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "newcomer").as_deref(), Some("b"));
+}
+
+#[test]
+fn prefer_no_schedule_taint_is_avoided_while_another_node_fits() {
+    let mut c = cluster();
+    c.apply(with_taint(
+        node("a-candidate", "8", "16Gi"),
+        "DeletionCandidateOfClusterAutoscaler",
+        "1",
+        "PreferNoSchedule",
+    ))
+    .unwrap();
+    c.apply(node("b-busy", "4", "8Gi")).unwrap();
+    c.apply(simulator::testing::on_node(pending_pod("resident", "2", "1Gi"), "b-busy")).unwrap();
+    c.apply(pending_pod("p1", "1", "1Gi")).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "p1").as_deref(), Some("b-busy"), "soft taint wins over free space");
+    c.apply(pending_pod("p2", "2", "1Gi")).unwrap();
+    c.advance(t(2));
+    assert_eq!(node_of(&c, "default", "p2").as_deref(), Some("a-candidate"), "the only node left that fits");
+}
+
+#[test]
+fn higher_priority_pods_are_scheduled_first_then_older_ones() {
+    let mut c = cluster();
+    c.apply(node("n1", "2", "8Gi")).unwrap();
+    c.apply(created_at(pending_pod("old-low", "1", "1Gi"), -20)).unwrap();
+    c.apply(created_at(with_priority(pending_pod("new-high", "1", "1Gi"), 100), -5)).unwrap();
+    c.apply(created_at(pending_pod("newer-low", "1", "1Gi"), -10)).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "new-high").as_deref(), Some("n1"));
+    assert_eq!(node_of(&c, "default", "old-low").as_deref(), Some("n1"));
+    assert_eq!(node_of(&c, "default", "newer-low"), None);
+}
+
+#[test]
+fn preemption_evicts_lower_priority_pods_to_make_room() {
+    let mut c = cluster();
+    c.apply(node("n1", "2", "8Gi")).unwrap();
+    c.apply(with_priority(pending_pod("pause-1", "1", "1Gi"), -1)).unwrap();
+    c.apply(with_priority(pending_pod("pause-2", "1", "1Gi"), -1)).unwrap();
+    c.advance(t(1));
+    c.advance(t(2));
+    c.apply(with_priority(pending_pod("important", "1", "1Gi"), 1000)).unwrap();
+    c.advance(t(3));
+    let important = c.pod("default", "important").unwrap();
+    assert_eq!(important.status.as_ref().unwrap().nominated_node_name.as_deref(), Some("n1"));
+    assert_eq!(node_of(&c, "default", "important"), None, "waits for the victim to go");
+    let terminating: Vec<String> = pod_names(&c, "pause")
+        .into_iter()
+        .filter(|n| c.pod("default", n).unwrap().metadata.deletion_timestamp.is_some())
+        .collect();
+    assert_eq!(terminating.len(), 1, "one victim is enough: {terminating:?}");
+    c.advance(t(40));
+    assert_eq!(node_of(&c, "default", "important").as_deref(), Some("n1"));
+    assert_eq!(pod_names(&c, "pause").len(), 1);
+}
+
+#[test]
+fn pods_with_preemption_policy_never_do_not_preempt() {
+    let mut c = cluster();
+    c.apply(node("n1", "1", "8Gi")).unwrap();
+    c.apply(with_priority(pending_pod("low", "1", "1Gi"), -1)).unwrap();
+    c.advance(t(1));
+    let mut polite = with_priority(pending_pod("polite", "1", "1Gi"), 1000);
+    polite.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
+    c.apply(polite).unwrap();
+    c.advance(t(2));
+    assert!(c.pod("default", "low").unwrap().metadata.deletion_timestamp.is_none());
+    assert_eq!(scheduled_condition(&c, "default", "polite").unwrap().1, "Unschedulable");
+}
+
+#[test]
+fn priority_class_name_sets_the_priority_and_unknown_classes_are_refused() {
+    let mut c = cluster();
+    let mut critical = pending_pod("critical", "1", "1Gi");
+    critical.spec.as_mut().unwrap().priority_class_name = Some("system-cluster-critical".into());
+    c.apply(critical).unwrap();
+    assert_eq!(c.pod("default", "critical").unwrap().spec.as_ref().unwrap().priority, Some(2_000_000_000));
+    let mut unknown = pending_pod("unknown", "1", "1Gi");
+    unknown.spec.as_mut().unwrap().priority_class_name = Some("gold".into());
+    let error = c.apply(unknown).unwrap_err();
+    assert!(error.to_string().contains("no PriorityClass with name gold was found"), "{error}");
+}
