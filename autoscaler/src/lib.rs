@@ -1,15 +1,18 @@
 //! The control plane of the cluster autoscaler.
 //!
 //! - `config`: flags, with upstream's names and defaults, and the typed options.
+//! - `control`: the control loop (upstream's RunOnce) and its memory between iterations.
 //! - `core`: the decision path (observe → snapshot → decide) shared by `plan` and the loop.
 //! - `hpa`: the embedded pod autoscalers.
 //! - `kube_adapter`: the ports over a real API server (kube-rs).
 //! - `memory`: the in-memory cluster and virtual clock for `simulate` and tests.
 //! - `plan`: the `plan` subcommand (snapshot loading and reports).
 //! - `ports`: the traits the control loop talks to the world through.
+//! - `simulate`: the `simulate` subcommand (scenarios, the driver on a virtual clock, reports).
 //! - `providers`: building the cloud provider named by `--cloud-provider`.
 
 pub mod config;
+pub mod control;
 pub mod core;
 pub mod hpa;
 pub mod kube_adapter;
@@ -17,3 +20,4 @@ pub mod memory;
 pub mod plan;
 pub mod ports;
 pub mod providers;
+pub mod simulate;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use autoscaler::plan::{self, PlanArgs};
+use autoscaler::simulate::{self, SimulateArgs};
 
 #[derive(Parser)]
 #[command(
@@ -20,7 +21,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print what the autoscaler would do now for a cluster dump, and why.
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
+    /// Run the whole autoscaler on an in-memory cluster over a scenario, on a virtual clock.
+    Simulate(SimulateArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,16 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
+            }
+        },
+        Some(Command::Simulate(args)) => match runtime.block_on(simulate::run(&args)) {
+            Ok(summary) => {
+                print!("{summary}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(e.exit_code())
             }
         },
         None => {

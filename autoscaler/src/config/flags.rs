@@ -253,6 +253,50 @@ pub struct DecisionFlags {
     #[arg(long = "allowed-scheduler-names", action = ArgAction::Append, value_delimiter = ',')]
     pub allowed_scheduler_names: Vec<String>,
 
+    /// Wait between tainting a node and draining or deleting it.
+    #[arg(long = "node-delete-delay-after-taint", default_value = "5s", value_parser = duration)]
+    pub node_delete_delay_after_taint: Duration,
+
+    /// Cap on the grace period given to pods evicted during a drain, in seconds.
+    #[arg(long = "max-graceful-termination-sec", default_value_t = 600)]
+    pub max_graceful_termination_sec: i64,
+
+    /// How long to keep retrying one pod's eviction before giving up on the node.
+    #[arg(long = "max-pod-eviction-time", default_value = "2m", value_parser = duration)]
+    pub max_pod_eviction_time: Duration,
+
+    /// Set `spec.unschedulable` alongside the ToBeDeleted taint.
+    #[arg(long = "cordon-node-before-terminating", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub cordon_node_before_terminating: bool,
+
+    /// Soft-taint API calls per loop (0 disables the DeletionCandidate soft taint).
+    #[arg(long = "max-bulk-soft-taint-count", default_value_t = 10)]
+    pub max_bulk_soft_taint_count: usize,
+
+    /// First backoff of a node group after a failed scale-up.
+    #[arg(long = "initial-node-group-backoff-duration", default_value = "5m", value_parser = duration)]
+    pub initial_node_group_backoff_duration: Duration,
+
+    /// Longest backoff of a node group.
+    #[arg(long = "max-node-group-backoff-duration", default_value = "30m", value_parser = duration)]
+    pub max_node_group_backoff_duration: Duration,
+
+    /// A node group's backoff is forgotten this long after its last failure.
+    #[arg(long = "node-group-backoff-reset-timeout", default_value = "3h", value_parser = duration)]
+    pub node_group_backoff_reset_timeout: Duration,
+
+    /// Maintain the status ConfigMap.
+    #[arg(long = "write-status-configmap", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub write_status_configmap: bool,
+
+    /// Name of the status ConfigMap.
+    #[arg(long = "status-config-map-name", default_value = "cluster-autoscaler-status")]
+    pub status_config_map_name: String,
+
+    /// Delete unregistered nodes even below the group's minimum size.
+    #[arg(long = "force-delete-unregistered-nodes", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub force_delete_unregistered_nodes: bool,
+
     /// Loop period; also the unit of the scale-down candidate limit.
     #[arg(long = "scan-interval", default_value = "10s", value_parser = duration)]
     pub scan_interval: Duration,

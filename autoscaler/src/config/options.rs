@@ -75,6 +75,17 @@ pub struct AutoscalingOptions {
     pub enforce_node_group_min_size: bool,
     pub allowed_scheduler_names: Vec<String>,
     pub scan_interval: Duration,
+    pub node_delete_delay_after_taint: Duration,
+    pub max_graceful_termination_sec: i64,
+    pub max_pod_eviction_time: Duration,
+    pub cordon_node_before_terminating: bool,
+    pub max_bulk_soft_taint_count: usize,
+    pub initial_node_group_backoff_duration: Duration,
+    pub max_node_group_backoff_duration: Duration,
+    pub node_group_backoff_reset_timeout: Duration,
+    pub write_status_configmap: bool,
+    pub status_config_map_name: String,
+    pub force_delete_unregistered_nodes: bool,
 }
 
 impl Default for AutoscalingOptions {
@@ -125,6 +136,17 @@ impl Default for AutoscalingOptions {
             enforce_node_group_min_size: false,
             allowed_scheduler_names: Vec::new(),
             scan_interval: Duration::from_secs(10),
+            node_delete_delay_after_taint: Duration::from_secs(5),
+            max_graceful_termination_sec: 600,
+            max_pod_eviction_time: Duration::from_secs(120),
+            cordon_node_before_terminating: true,
+            max_bulk_soft_taint_count: 10,
+            initial_node_group_backoff_duration: Duration::from_secs(300),
+            max_node_group_backoff_duration: Duration::from_secs(1800),
+            node_group_backoff_reset_timeout: Duration::from_secs(3 * 3600),
+            write_status_configmap: true,
+            status_config_map_name: "cluster-autoscaler-status".into(),
+            force_delete_unregistered_nodes: false,
         }
     }
 }
@@ -253,6 +275,17 @@ impl AutoscalingOptions {
             enforce_node_group_min_size: f.enforce_node_group_min_size,
             allowed_scheduler_names: f.allowed_scheduler_names.clone(),
             scan_interval: f.scan_interval,
+            node_delete_delay_after_taint: f.node_delete_delay_after_taint,
+            max_graceful_termination_sec: f.max_graceful_termination_sec.max(0),
+            max_pod_eviction_time: f.max_pod_eviction_time,
+            cordon_node_before_terminating: f.cordon_node_before_terminating,
+            max_bulk_soft_taint_count: f.max_bulk_soft_taint_count,
+            initial_node_group_backoff_duration: f.initial_node_group_backoff_duration,
+            max_node_group_backoff_duration: f.max_node_group_backoff_duration,
+            node_group_backoff_reset_timeout: f.node_group_backoff_reset_timeout,
+            write_status_configmap: f.write_status_configmap,
+            status_config_map_name: f.status_config_map_name.clone(),
+            force_delete_unregistered_nodes: f.force_delete_unregistered_nodes,
         })
     }
 

@@ -1,7 +1,7 @@
 //! What the loop remembers between iterations and the decision reads: since when nodes have
 //! been unneeded, which nodes were recently found unremovable, and the scale-down cooldowns.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -14,6 +14,8 @@ pub struct LoopMemory {
     pub last_scale_up: Option<Timestamp>,
     pub last_scale_down_delete: Option<Timestamp>,
     pub last_scale_down_failure: Option<Timestamp>,
+    /// Nodes whose deletion the loop has started and not finished.
+    pub deleting: HashSet<String>,
     /// `plan` has no history: treat every unneeded node as unneeded long enough, so the plan
     /// shows what the loop will do once the unneeded time has passed.
     pub assume_unneeded_long_enough: bool,

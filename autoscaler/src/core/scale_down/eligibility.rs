@@ -84,7 +84,7 @@ pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility 
         let group = ctx.cloud.group_of_node(&name);
         let group_id = group.map(|g| g.id.as_str());
         let reason = |r| unremovable(&name, group_id, r, None);
-        if is_being_deleted(&node.node, ctx.now) {
+        if ctx.memory.deleting.contains(&*name) || is_being_deleted(&node.node, ctx.now) {
             out.push(reason(UnremovableReason::CurrentlyBeingDeleted));
             continue;
         }

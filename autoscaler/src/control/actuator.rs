@@ -1,0 +1,399 @@
+//! Scale-down actuation (upstream §7.3), as a state machine the loop advances every iteration
+//! instead of goroutines that sleep: it never blocks a loop, and on a virtual clock it moves
+//! exactly as time does.
+//!
+//! A node goes Tainted (`ToBeDeletedByClusterAutoscaler`, cordoned) → after
+//! `--node-delete-delay-after-taint` its pods are re-read: an "empty" node that gained pods, or
+//! a node whose pods may now not be evicted, is released → Draining (evictions through the
+//! Eviction API, which enforces PDBs; a refused eviction is retried until
+//! `--max-pod-eviction-time`) → WaitingForPods (until they are gone, at most the longest grace
+//! period + 30 s) → Deleting (`NodeGroup::delete_nodes`). Any failure removes the taint again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloudprovider::NodeGroup;
+use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
+use simulator::well_known::{ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
+use simulator::{NodeInfo, PodInfo};
+
+use super::registry::Registry;
+use crate::config::AutoscalingOptions;
+use crate::core::ClusterView;
+use crate::ports::{ClusterActions, Event, EventType, EvictionError, ObjectRef};
+
+fn plus(t: Timestamp, d: Duration) -> Timestamp {
+    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
+}
+
+/// Why a node is removed (the `reason` label of `scaled_down_nodes_total`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemovalReason {
+    Empty,
+    Underutilized,
+    Unready,
+}
+
+impl RemovalReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemovalReason::Empty => "empty",
+            RemovalReason::Underutilized => "underutilized",
+            RemovalReason::Unready => "unready",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Phase {
+    Tainted {
+        since: Timestamp,
+    },
+    Draining {
+        first_attempt: Timestamp,
+        remaining: Vec<PodToEvict>,
+        evicted: Vec<String>,
+    },
+    WaitingForPods {
+        since: Timestamp,
+        timeout: Duration,
+        pods: Vec<String>,
+    },
+    Deleting,
+    /// `delete_nodes` succeeded; waiting for the Node object to go away.
+    Deleted,
+}
+
+#[derive(Clone, Debug)]
+struct PodToEvict {
+    namespace: String,
+    name: String,
+    grace: i64,
+    daemonset: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Deletion {
+    group: String,
+    drain: bool,
+    reason: RemovalReason,
+    phase: Phase,
+}
+
+/// What one `start` or `progress` call did.
+#[derive(Clone, Debug, Default)]
+pub struct ActuationReport {
+    pub tainted: Vec<String>,
+    pub deleted: Vec<(String, String, RemovalReason)>,
+    pub failed: Vec<(String, String)>,
+    pub evicted: Vec<String>,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Default)]
+pub struct Actuator {
+    in_flight: BTreeMap<String, Deletion>,
+}
+
+fn to_be_deleted_taint(now: Timestamp) -> Taint {
+    Taint {
+        key: TO_BE_DELETED_TAINT.into(),
+        value: Some(now.as_second().to_string()),
+        effect: "NoSchedule".into(),
+        time_added: None,
+    }
+}
+
+fn node_event(node: &str, event_type: EventType, reason: &str, message: String) -> Event {
+    Event { object: ObjectRef::node(node), event_type, reason: reason.into(), message }
+}
+
+impl Actuator {
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn in_flight_drains(&self) -> usize {
+        self.in_flight.values().filter(|d| d.drain).count()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.in_flight.keys().cloned().collect()
+    }
+
+    pub fn is_deleting(&self, node: &str) -> bool {
+        self.in_flight.contains_key(node)
+    }
+
+    /// Taints the chosen nodes. If any taint fails, every taint of this batch is rolled back and
+    /// nothing starts (upstream's all-or-nothing tainting).
+    pub async fn start(
+        &mut self,
+        nodes: &[(String, String, bool, RemovalReason)],
+        actions: &dyn ClusterActions,
+        registry: &mut Registry,
+        options: &AutoscalingOptions,
+        now: Timestamp,
+    ) -> Result<ActuationReport, ActuationReport> {
+        let mut report = ActuationReport::default();
+        let mut done: Vec<&str> = Vec::new();
+        for (node, _, _, _) in nodes {
+            if let Err(e) =
+                actions.taint_node(node, to_be_deleted_taint(now), options.cordon_node_before_terminating).await
+            {
+                for tainted in &done {
+                    let _ = actions
+                        .untaint_node(tainted, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating)
+                        .await;
+                }
+                report.failed.push((node.clone(), format!("failed to taint: {e}")));
+                report.events.push(node_event(
+                    node,
+                    EventType::Warning,
+                    "ScaleDownFailed",
+                    format!("failed to mark the node as toBeDeleted/unschedulable: {e}"),
+                ));
+                return Err(report);
+            }
+            done.push(node);
+        }
+        for (node, group, drain, reason) in nodes {
+            self.in_flight.insert(
+                node.clone(),
+                Deletion { group: group.clone(), drain: *drain, reason: *reason, phase: Phase::Tainted { since: now } },
+            );
+            registry.deletion_started(group, node);
+            report.tainted.push(node.clone());
+            report.events.push(node_event(
+                node,
+                EventType::Normal,
+                "ScaleDown",
+                "marked the node as toBeDeleted/unschedulable".into(),
+            ));
+        }
+        Ok(report)
+    }
+
+    async fn release(
+        &mut self,
+        node: &str,
+        why: String,
+        actions: &dyn ClusterActions,
+        registry: &mut Registry,
+        options: &AutoscalingOptions,
+        report: &mut ActuationReport,
+    ) {
+        if let Some(d) = self.in_flight.remove(node) {
+            registry.deletion_finished(&d.group, node);
+        }
+        let _ = actions.untaint_node(node, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating).await;
+        report.events.push(node_event(node, EventType::Warning, "ScaleDownFailed", why.clone()));
+        report.failed.push((node.to_string(), why));
+    }
+
+    /// Advances every deletion in flight as far as `now` allows.
+    pub async fn progress(
+        &mut self,
+        view: &ClusterView,
+        groups: &BTreeMap<String, Arc<dyn NodeGroup>>,
+        actions: &dyn ClusterActions,
+        registry: &mut Registry,
+        options: &AutoscalingOptions,
+        now: Timestamp,
+    ) -> ActuationReport {
+        let mut report = ActuationReport::default();
+        let nodes: BTreeMap<&str, &Arc<Node>> =
+            view.nodes.iter().filter_map(|n| n.metadata.name.as_deref().map(|name| (name, n))).collect();
+        let names: Vec<String> = self.in_flight.keys().cloned().collect();
+        for name in names {
+            let Some(node) = nodes.get(name.as_str()) else {
+                // The node is gone: its deletion is complete.
+                if let Some(d) = self.in_flight.remove(&name) {
+                    registry.deletion_finished(&d.group, &name);
+                }
+                continue;
+            };
+            let deletion = self.in_flight[&name].clone();
+            let mut phase = deletion.phase.clone();
+            if let Phase::Tainted { since } = phase {
+                if now < plus(since, options.node_delete_delay_after_taint) {
+                    continue;
+                }
+                phase = match self.pods_to_evict(view, node, &deletion, options, now) {
+                    Ok(pods) if deletion.drain => {
+                        Phase::Draining { first_attempt: now, remaining: pods, evicted: Vec::new() }
+                    }
+                    Ok(pods) if pods.iter().all(|p| p.daemonset) => {
+                        // Empty node: DaemonSet pods are evicted best effort, without waiting.
+                        for p in pods {
+                            let _ = actions.evict_pod(&p.namespace, &p.name, p.grace).await;
+                        }
+                        Phase::Deleting
+                    }
+                    Ok(_) => {
+                        let why = "the node was empty when chosen but now has pods to move".to_string();
+                        self.release(&name, why, actions, registry, options, &mut report).await;
+                        continue;
+                    }
+                    Err(why) => {
+                        self.release(&name, why, actions, registry, options, &mut report).await;
+                        continue;
+                    }
+                };
+            }
+            if let Phase::Draining { first_attempt, remaining, mut evicted } = phase {
+                let mut still = Vec::new();
+                let mut longest_grace = 0;
+                for p in remaining {
+                    match actions.evict_pod(&p.namespace, &p.name, p.grace).await {
+                        Ok(()) | Err(EvictionError::NotFound(_)) => {
+                            let key = format!("{}/{}", p.namespace, p.name);
+                            report.evicted.push(key.clone());
+                            report.events.push(Event {
+                                object: ObjectRef::pod(&p.namespace, &p.name),
+                                event_type: EventType::Normal,
+                                reason: "ScaleDown".into(),
+                                message: "deleting pod for node scale down".into(),
+                            });
+                            longest_grace = longest_grace.max(p.grace);
+                            if !p.daemonset {
+                                evicted.push(key);
+                            }
+                        }
+                        // DaemonSet pods are evicted best effort: a refusal does not hold the node.
+                        Err(_) if p.daemonset => {}
+                        Err(_) => still.push(p),
+                    }
+                }
+                phase = if still.is_empty() {
+                    let timeout = Duration::from_secs(longest_grace.max(0) as u64 + 30);
+                    Phase::WaitingForPods { since: now, timeout, pods: evicted }
+                } else if now > plus(first_attempt, options.max_pod_eviction_time) {
+                    let why = format!(
+                        "failed to drain the node: eviction of {}/{} did not succeed within --max-pod-eviction-time",
+                        still[0].namespace, still[0].name
+                    );
+                    self.release(&name, why, actions, registry, options, &mut report).await;
+                    continue;
+                } else {
+                    Phase::Draining { first_attempt, remaining: still, evicted }
+                };
+            }
+            if let Phase::WaitingForPods { since, timeout, ref pods } = phase {
+                let on_node: Vec<String> = view
+                    .pods
+                    .iter()
+                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
+                    .map(|p| {
+                        format!(
+                            "{}/{}",
+                            p.metadata.namespace.as_deref().unwrap_or("default"),
+                            p.metadata.name.as_deref().unwrap_or("")
+                        )
+                    })
+                    .collect();
+                if !pods.iter().any(|k| on_node.contains(k)) {
+                    phase = Phase::Deleting;
+                } else if now > plus(since, timeout) {
+                    let why = "failed to drain the node: evicted pods did not leave in time".to_string();
+                    self.release(&name, why, actions, registry, options, &mut report).await;
+                    continue;
+                }
+            }
+            if let Phase::Deleting = phase {
+                let result = match groups.get(&deletion.group) {
+                    Some(group) => group.delete_nodes(&[(***node).clone()]).await.map_err(|e| e.to_string()),
+                    None => Err(format!("node group {} not found", deletion.group)),
+                };
+                match result {
+                    Ok(()) => {
+                        report.deleted.push((name.clone(), deletion.group.clone(), deletion.reason));
+                        report.events.push(node_event(
+                            &name,
+                            EventType::Normal,
+                            "ScaleDown",
+                            "nodes removed by cluster autoscaler".into(),
+                        ));
+                        phase = Phase::Deleted;
+                    }
+                    Err(e) => {
+                        let why = format!("failed to delete the node: {e}");
+                        self.release(&name, why, actions, registry, options, &mut report).await;
+                        continue;
+                    }
+                }
+            }
+            if let Some(d) = self.in_flight.get_mut(&name) {
+                d.phase = phase;
+            }
+        }
+        report
+    }
+
+    /// Pods to evict from a node now, with their grace periods, or why the node must be kept.
+    fn pods_to_evict(
+        &self,
+        view: &ClusterView,
+        node: &Arc<Node>,
+        deletion: &Deletion,
+        options: &AutoscalingOptions,
+        now: Timestamp,
+    ) -> Result<Vec<PodToEvict>, String> {
+        let name = node.metadata.name.as_deref().unwrap_or("");
+        let mut info = NodeInfo::new(node.clone());
+        for p in &view.pods {
+            if p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name) {
+                let pod = PodInfo::new(p.clone());
+                if !pod.is_terminal() && pod.priority >= options.expendable_pods_priority_cutoff {
+                    info.pods.push(Arc::new(pod));
+                }
+            }
+        }
+        let controllers = Controllers::new(
+            &view.replicasets,
+            &view.replication_controllers,
+            &view.statefulsets,
+            &view.jobs,
+            &view.daemonsets,
+        );
+        // PDBs are enforced by the Eviction API at drain time; the rules here catch pods that
+        // may not be evicted at all.
+        let pdbs = PdbTracker::new::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&[]);
+        let ctx = DrainContext { pdbs: &pdbs, controllers: &controllers, options: &options.drain, now };
+        let pods = pods_to_move(&info, &ctx)
+            .map_err(|blocked| format!("pod {} blocks the removal: {}", blocked.pod.key, blocked.reason))?;
+        if pods.waits_for_completion() {
+            return Err("a safe-to-evict: on-completion pod is still running".into());
+        }
+        let grace = |p: &PodInfo| {
+            let own = p.pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds).unwrap_or(30);
+            own.min(options.max_graceful_termination_sec)
+        };
+        let evict = |p: &PodInfo| PodToEvict {
+            namespace: p.namespace().to_string(),
+            name: p.name().to_string(),
+            grace: grace(p),
+            daemonset: p.daemonset,
+        };
+        let mut out: Vec<PodToEvict> = pods.pods.iter().map(|p| evict(p)).collect();
+        let ds_default = if deletion.drain {
+            options.daemonset_eviction_for_occupied_nodes
+        } else {
+            options.daemonset_eviction_for_empty_nodes
+        };
+        for p in &pods.daemonset_pods {
+            let wanted = match p.annotation(ENABLE_DS_EVICTION) {
+                Some("true") => true,
+                Some("false") => false,
+                _ => ds_default,
+            };
+            if wanted {
+                out.push(evict(p));
+            }
+        }
+        Ok(out)
+    }
+}

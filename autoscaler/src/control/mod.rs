@@ -1,0 +1,517 @@
+//! The control loop: upstream's `RunOnce`, acting on the plan `core::decide` returns, with the
+//! state it keeps between iterations (`registry`, `memory`, the `actuator`'s deletions).
+//!
+//! One iteration: refresh the cloud → read the cluster → update the registry (scale-up
+//! timeouts, backoff, unregistered and failed instances, wrong sizes) → repair what it found →
+//! stop if the cluster is unhealthy → decide → scale up → update soft taints → start deletions →
+//! advance deletions in flight → write status and events.
+
+pub mod actuator;
+pub mod backoff;
+pub mod registry;
+pub mod soft_taint;
+pub mod status;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use cloudprovider::{CloudProvider, CloudProviderError, NodeGroup};
+use expander::Expander;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+use simulator::well_known::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
+
+use self::actuator::{ActuationReport, Actuator, RemovalReason};
+use self::registry::{InstanceToRemove, Registry};
+use self::soft_taint::update_soft_taints;
+use self::status::{StatusWriter, go_time};
+use crate::config::AutoscalingOptions;
+use crate::core::plan::{GroupIncrease, Plan, ScaleUpResult};
+use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::ports::{Clock, ClusterActions, ClusterReader, Event, EventType, ObjectRef, PortError};
+
+/// Annotation upstream puts on fake nodes it passes to `DeleteNodes` for cloud instances.
+pub const FAKE_NODE_REASON: &str = "k8s.io/cluster-autoscaler/fake-node-reason";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error("cloud provider: {0}")]
+    Cloud(#[from] CloudProviderError),
+    #[error("cluster: {0}")]
+    Port(#[from] PortError),
+}
+
+impl LoopError {
+    /// Upstream's `AutoscalerErrorType`, for `errors_total{type}`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            LoopError::Cloud(e) => e.error_type(),
+            LoopError::Port(e) => e.error_type(),
+        }
+    }
+}
+
+/// What one iteration did, for the simulator's timeline, metrics and tests.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopReport {
+    pub time: String,
+    /// Why the iteration stopped before deciding (unhealthy cluster, size fixes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    #[serde(skip)]
+    pub plan: Option<Plan>,
+    pub scale_ups: Vec<GroupIncrease>,
+    pub scale_up_failures: Vec<(String, String)>,
+    pub timed_out: Vec<(String, usize)>,
+    pub failed_instances: Vec<(String, String, String)>,
+    pub removed_instances: Vec<(String, String, String)>,
+    pub fixed_sizes: Vec<(String, i64)>,
+    pub deletions_started: Vec<String>,
+    pub deleted: Vec<(String, String, String)>,
+    pub deletion_failures: Vec<(String, String)>,
+    pub evicted: Vec<String>,
+    pub soft_tainted: Vec<String>,
+    pub soft_untainted: Vec<String>,
+    #[serde(skip)]
+    pub events: Vec<Event>,
+}
+
+impl LoopReport {
+    /// Upstream starts the next loop at once after one that scaled up or started a deletion.
+    pub fn productive(&self) -> bool {
+        !self.scale_ups.is_empty() || !self.deletions_started.is_empty()
+    }
+}
+
+/// Everything the loop is built from.
+pub struct Parts {
+    pub options: AutoscalingOptions,
+    pub provider: Arc<dyn CloudProvider>,
+    pub reader: Arc<dyn ClusterReader>,
+    pub actions: Arc<dyn ClusterActions>,
+    pub clock: Arc<dyn Clock>,
+    pub expander: Expander,
+}
+
+pub struct Autoscaler {
+    options: AutoscalingOptions,
+    provider: Arc<dyn CloudProvider>,
+    reader: Arc<dyn ClusterReader>,
+    actions: Arc<dyn ClusterActions>,
+    clock: Arc<dyn Clock>,
+    expander: Expander,
+    memory: LoopMemory,
+    registry: Registry,
+    actuator: Actuator,
+    status: StatusWriter,
+    first_loop: bool,
+}
+
+fn status_ref(options: &AutoscalingOptions) -> ObjectRef {
+    ObjectRef::config_map(&options.namespace, &options.status_config_map_name)
+}
+
+/// A Node standing for a cloud instance without one, for `DeleteNodes` (upstream's fake nodes).
+fn fake_node(instance_id: &str, reason: &str) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(instance_id.to_string()),
+            annotations: Some([(FAKE_NODE_REASON.to_string(), reason.to_string())].into()),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::core::v1::NodeSpec {
+            provider_id: Some(instance_id.to_string()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+impl Autoscaler {
+    pub fn new(parts: Parts) -> Self {
+        Autoscaler {
+            registry: Registry::new(&parts.options),
+            options: parts.options,
+            provider: parts.provider,
+            reader: parts.reader,
+            actions: parts.actions,
+            clock: parts.clock,
+            expander: parts.expander,
+            memory: LoopMemory::default(),
+            actuator: Actuator::default(),
+            status: StatusWriter::default(),
+            first_loop: true,
+        }
+    }
+
+    pub fn options(&self) -> &AutoscalingOptions {
+        &self.options
+    }
+
+    pub fn memory(&self) -> &LoopMemory {
+        &self.memory
+    }
+
+    /// One iteration of the loop.
+    pub async fn run_once(&mut self) -> Result<LoopReport, LoopError> {
+        let now = self.clock.now();
+        let mut report = LoopReport { time: now.to_string(), ..Default::default() };
+        self.provider.refresh().await?;
+        let view = self.reader.view().await?;
+        if self.first_loop {
+            self.clean_stale_taints(&view, &mut report).await;
+            self.first_loop = false;
+        }
+        let cloud = CloudState::gather(self.provider.as_ref(), &view.nodes, &self.options.node_group_defaults).await?;
+        let update = self.registry.update(&view, &cloud, &self.options, now);
+        let config_map = status_ref(&self.options);
+        for (group, increase) in &update.timed_out {
+            report.timed_out.push((group.clone(), *increase));
+            report.events.push(Event {
+                object: config_map.clone(),
+                event_type: EventType::Warning,
+                reason: "ScaleUpTimedOut".into(),
+                message: format!("Nodes added to group {group} failed to register within the max node provision time"),
+            });
+        }
+        for (group, instance, error) in &update.failed_instances {
+            report.failed_instances.push((group.clone(), instance.clone(), error.code.clone()));
+            report.events.push(Event {
+                object: config_map.clone(),
+                event_type: EventType::Warning,
+                reason: "ScaleUpFailed".into(),
+                message: format!("Failed adding a node to group {group}: {} ({})", error.message, error.code),
+            });
+        }
+        self.remove_instances(&update.to_remove, &cloud, &mut report).await;
+        let mut fixed = false;
+        for (group, delta) in &update.fix_sizes {
+            if let Some(handle) = cloud.handles.get(group)
+                && handle.decrease_target_size(*delta).await.is_ok()
+            {
+                report.fixed_sizes.push((group.clone(), *delta));
+                fixed = true;
+            }
+        }
+        if fixed {
+            report.stopped = Some("fixed node group sizes".into());
+            return self.finish(report, None, &update.state, &cloud, now).await;
+        }
+        if !update.state.healthy {
+            self.memory.unneeded_since.clear();
+            report.stopped = Some("cluster is unhealthy".into());
+            report.events.push(Event {
+                object: config_map.clone(),
+                event_type: EventType::Warning,
+                reason: "ClusterUnhealthy".into(),
+                message: format!(
+                    "Cluster has too many unready nodes: {} unready of {} (tolerated: {} or {}%)",
+                    update.state.unready,
+                    update.state.ready + update.state.unready,
+                    self.options.ok_total_unready_count,
+                    self.options.max_total_unready_percentage
+                ),
+            });
+            return self.finish(report, None, &update.state, &cloud, now).await;
+        }
+
+        self.memory.deleting = self.deleting_nodes();
+        let input = DecisionInput {
+            view: &view,
+            cloud: &cloud,
+            state: &update.state,
+            options: &self.options,
+            memory: &self.memory,
+            now,
+        };
+        let decision = decide(&input, &mut self.expander);
+        let plan = decision.plan;
+        self.memory.unneeded_since = decision.unneeded_since;
+        self.memory.unremovable_until = decision.unremovable_until;
+
+        self.scale_up(&plan, &cloud, now, &mut report).await;
+
+        let unneeded: BTreeSet<String> =
+            plan.scale_down.unneeded.iter().map(|n| n.node.clone()).filter(|n| !self.actuator.is_deleting(n)).collect();
+        let (tainted, untainted) =
+            update_soft_taints(&view, &unneeded, self.actions.as_ref(), self.options.max_bulk_soft_taint_count, now)
+                .await;
+        report.soft_tainted = tainted;
+        report.soft_untainted = untainted;
+
+        if plan.scale_down.status != "InCooldown" && report.scale_ups.is_empty() {
+            self.start_deletions(&plan, &update.state, now, &mut report).await;
+        }
+        let groups: BTreeMap<String, Arc<dyn NodeGroup>> =
+            cloud.handles.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let progress =
+            self.actuator.progress(&view, &groups, self.actions.as_ref(), &mut self.registry, &self.options, now).await;
+        self.absorb(progress, now, &mut report);
+        self.finish(report, Some(plan), &update.state, &cloud, now).await
+    }
+
+    /// Nodes whose deletion is in flight: never candidates again while it lasts.
+    fn deleting_nodes(&self) -> std::collections::HashSet<String> {
+        self.actuator.names().into_iter().collect()
+    }
+
+    /// At start-up: taints a previous run left on nodes it did not finish deleting are removed.
+    async fn clean_stale_taints(&mut self, view: &ClusterView, report: &mut LoopReport) {
+        for node in &view.nodes {
+            let name = node.metadata.name.as_deref().unwrap_or("");
+            let taints = node.spec.as_ref().and_then(|s| s.taints.as_ref());
+            let has = |key: &str| taints.is_some_and(|t| t.iter().any(|t| t.key == key));
+            if has(TO_BE_DELETED_TAINT)
+                && self
+                    .actions
+                    .untaint_node(name, TO_BE_DELETED_TAINT, self.options.cordon_node_before_terminating)
+                    .await
+                    .is_ok()
+            {
+                report.events.push(Event {
+                    object: ObjectRef::node(name),
+                    event_type: EventType::Normal,
+                    reason: "ClusterAutoscalerCleanup".into(),
+                    message: "removed the ToBeDeleted taint left by a previous run".into(),
+                });
+            }
+            if self.options.max_bulk_soft_taint_count == 0 && has(DELETION_CANDIDATE_TAINT) {
+                let _ = self.actions.untaint_node(name, DELETION_CANDIDATE_TAINT, false).await;
+            }
+        }
+    }
+
+    /// Deletes cloud instances that never registered or failed to be created.
+    async fn remove_instances(&mut self, instances: &[InstanceToRemove], cloud: &CloudState, report: &mut LoopReport) {
+        let mut by_group: BTreeMap<&str, Vec<&InstanceToRemove>> = BTreeMap::new();
+        for i in instances {
+            by_group.entry(i.group.as_str()).or_default().push(i);
+        }
+        let config_map = status_ref(&self.options);
+        for (group, list) in by_group {
+            let (Some(handle), Some(state)) = (cloud.handles.get(group), cloud.group(group)) else { continue };
+            let mut allowed = state.target_size.saturating_sub(state.min_size);
+            for i in list {
+                // Upstream keeps unregistered nodes at the group's minimum unless forced; failed
+                // creations are always cleaned up.
+                if i.reason == "unregistered" && !self.options.force_delete_unregistered_nodes {
+                    if allowed == 0 {
+                        continue;
+                    }
+                    allowed -= 1;
+                }
+                let node = fake_node(&i.instance_id, i.reason);
+                let result = match handle.force_delete_nodes(std::slice::from_ref(&node)).await {
+                    Err(CloudProviderError::NotImplemented) => handle.delete_nodes(std::slice::from_ref(&node)).await,
+                    other => other,
+                };
+                let (event_type, reason, message) = match &result {
+                    Ok(()) => (
+                        EventType::Normal,
+                        "DeleteUnregistered",
+                        format!("Removed instance {} ({})", i.instance_id, i.reason),
+                    ),
+                    Err(e) => (
+                        EventType::Warning,
+                        "DeleteUnregisteredFailed",
+                        format!("Failed to remove instance {}: {e}", i.instance_id),
+                    ),
+                };
+                if result.is_ok() {
+                    report.removed_instances.push((group.to_string(), i.instance_id.clone(), i.reason.to_string()));
+                }
+                report.events.push(Event { object: config_map.clone(), event_type, reason: reason.into(), message });
+            }
+        }
+    }
+
+    async fn scale_up(&mut self, plan: &Plan, cloud: &CloudState, now: Timestamp, report: &mut LoopReport) {
+        let config_map = status_ref(&self.options);
+        if plan.scale_up.result == ScaleUpResult::Successful {
+            let mut done = Vec::new();
+            for inc in &plan.scale_up.increases {
+                let Some(handle) = cloud.handles.get(&inc.node_group) else { continue };
+                let message = format!(
+                    "Scale-up: setting group {} size to {} instead of {} (max: {})",
+                    inc.node_group, inc.new_size, inc.current_size, inc.max_size
+                );
+                report.events.push(Event {
+                    object: config_map.clone(),
+                    event_type: EventType::Normal,
+                    reason: "ScaledUpGroup".into(),
+                    message: message.clone(),
+                });
+                match handle.increase_size(inc.delta).await {
+                    Ok(()) => {
+                        let provision = cloud
+                            .group(&inc.node_group)
+                            .map_or(self.options.node_group_defaults.max_node_provision_time, |g| {
+                                g.options.max_node_provision_time
+                            });
+                        self.registry.register_scale_up(&inc.node_group, inc.delta, provision, now);
+                        report.scale_ups.push(inc.clone());
+                        report.events.push(Event {
+                            object: config_map.clone(),
+                            event_type: EventType::Normal,
+                            reason: "ScaledUpGroup".into(),
+                            message: format!("{message} (setting group size succeeded)"),
+                        });
+                        done.push(format!(
+                            "{{{} {}->{} (max: {})}}",
+                            inc.node_group, inc.current_size, inc.new_size, inc.max_size
+                        ));
+                    }
+                    Err(e) => {
+                        self.registry.register_failed_scale_up(&inc.node_group, e.error_type(), &e.to_string(), now);
+                        report.scale_up_failures.push((inc.node_group.clone(), e.to_string()));
+                        report.events.push(Event {
+                            object: config_map.clone(),
+                            event_type: EventType::Warning,
+                            reason: "FailedToScaleUpGroup".into(),
+                            message: format!("Scale-up failed for group {}: {e}", inc.node_group),
+                        });
+                    }
+                }
+            }
+            if !done.is_empty() {
+                self.memory.last_scale_up = Some(now);
+                for pod in &plan.scale_up.pods_triggered {
+                    let (ns, name) = pod.split_once('/').unwrap_or(("default", pod));
+                    report.events.push(Event {
+                        object: ObjectRef::pod(ns, name),
+                        event_type: EventType::Normal,
+                        reason: "TriggeredScaleUp".into(),
+                        message: format!("pod triggered scale-up: [{}]", done.join(" ")),
+                    });
+                }
+            }
+        }
+        for p in &plan.scale_up.pods_remain_unschedulable {
+            let (ns, name) = p.pod.split_once('/').unwrap_or(("default", &p.pod));
+            let reasons: Vec<String> = p
+                .by_node_group
+                .values()
+                .flatten()
+                .fold(BTreeMap::new(), |mut m: BTreeMap<&String, usize>, r| {
+                    *m.entry(r).or_insert(0) += 1;
+                    m
+                })
+                .into_iter()
+                .map(|(r, n)| format!("{n} {r}"))
+                .collect();
+            let message = if reasons.is_empty() {
+                format!("pod didn't trigger scale-up: {}", p.reasons.join(", "))
+            } else {
+                format!("pod didn't trigger scale-up: {}", reasons.join(", "))
+            };
+            report.events.push(Event {
+                object: ObjectRef::pod(ns, name),
+                event_type: EventType::Normal,
+                reason: "NotTriggerScaleUp".into(),
+                message,
+            });
+        }
+    }
+
+    async fn start_deletions(
+        &mut self,
+        plan: &Plan,
+        state: &crate::core::ClusterState,
+        now: Timestamp,
+        report: &mut LoopReport,
+    ) {
+        let unneeded: BTreeMap<&str, &crate::core::plan::UnneededNode> =
+            plan.scale_down.unneeded.iter().map(|n| (n.node.as_str(), n)).collect();
+        let mut batch = Vec::new();
+        for (names, drain) in [(&plan.scale_down.delete_now.empty, false), (&plan.scale_down.delete_now.drain, true)] {
+            for name in names {
+                if self.actuator.is_deleting(name) {
+                    continue;
+                }
+                let Some(n) = unneeded.get(name.as_str()) else { continue };
+                let reason = if !drain {
+                    RemovalReason::Empty
+                } else if !state.is_ready(name) {
+                    RemovalReason::Unready
+                } else {
+                    RemovalReason::Underutilized
+                };
+                batch.push((name.clone(), n.node_group.clone(), drain, reason));
+            }
+        }
+        if batch.is_empty() {
+            return;
+        }
+        let result = self.actuator.start(&batch, self.actions.as_ref(), &mut self.registry, &self.options, now).await;
+        match result {
+            Ok(r) => {
+                self.memory.last_scale_down_delete = Some(now);
+                report.deletions_started.extend(r.tainted.iter().cloned());
+                report.events.extend(r.events);
+                let empty: Vec<&str> = batch.iter().filter(|b| !b.2).map(|b| b.0.as_str()).collect();
+                let drained: Vec<&str> = batch.iter().filter(|b| b.2).map(|b| b.0.as_str()).collect();
+                let config_map = status_ref(&self.options);
+                if !empty.is_empty() {
+                    report.events.push(Event {
+                        object: config_map.clone(),
+                        event_type: EventType::Normal,
+                        reason: "ScaleDownEmpty".into(),
+                        message: format!("Scale-down: removing empty node(s) {}", empty.join(", ")),
+                    });
+                }
+                if !drained.is_empty() {
+                    report.events.push(Event {
+                        object: config_map,
+                        event_type: EventType::Normal,
+                        reason: "ScaleDown".into(),
+                        message: format!("Scale-down: removing node(s) {}, draining their pods", drained.join(", ")),
+                    });
+                }
+            }
+            Err(r) => {
+                self.memory.last_scale_down_failure = Some(now);
+                report.deletion_failures.extend(r.failed.iter().cloned());
+                report.events.extend(r.events);
+            }
+        }
+    }
+
+    fn absorb(&mut self, progress: ActuationReport, now: Timestamp, report: &mut LoopReport) {
+        if !progress.failed.is_empty() {
+            self.memory.last_scale_down_failure = Some(now);
+        }
+        report.deleted.extend(progress.deleted.iter().map(|(n, g, r)| (n.clone(), g.clone(), r.as_str().to_string())));
+        report.deletion_failures.extend(progress.failed);
+        report.evicted.extend(progress.evicted);
+        report.events.extend(progress.events);
+    }
+
+    /// Writes the status ConfigMap and the events, and returns the report.
+    async fn finish(
+        &mut self,
+        mut report: LoopReport,
+        plan: Option<Plan>,
+        state: &crate::core::ClusterState,
+        cloud: &CloudState,
+        now: Timestamp,
+    ) -> Result<LoopReport, LoopError> {
+        if self.options.write_status_configmap {
+            let deleting: BTreeMap<String, usize> =
+                state.groups.iter().map(|(k, g)| (k.clone(), g.deletions_in_progress)).collect();
+            let yaml = self.status.render(plan.as_ref(), state, cloud, &deleting, now);
+            // Status and events are best effort: a failed write is retried next loop.
+            let _ = self
+                .actions
+                .write_status(&self.options.namespace, &self.options.status_config_map_name, &yaml, &go_time(now))
+                .await;
+        }
+        for event in &report.events {
+            let _ = self.actions.record_event(event.clone()).await;
+        }
+        report.plan = plan;
+        Ok(report)
+    }
+}

@@ -1,0 +1,223 @@
+//! The cluster state registry: what the loop remembers about node groups between iterations
+//! (upstream §8) — scale-up requests and their deadlines, backoff, cloud instances that have not
+//! registered as nodes (and since when), instances that failed to be created, and node groups
+//! whose target and registered nodes disagree for too long. Each loop it turns one reading of
+//! the cluster into the `ClusterState` the decision reads, plus the repairs the loop must make.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use cloudprovider::static_provider::instance_id_for_node;
+use cloudprovider::{InstanceErrorInfo, InstanceState};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use super::backoff::Backoff;
+use crate::config::AutoscalingOptions;
+use crate::core::cluster_state::within_unready_tolerance;
+use crate::core::{CloudState, ClusterState, ClusterView};
+
+fn plus(t: Timestamp, d: Duration) -> Timestamp {
+    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
+}
+
+/// A scale-up the loop asked for and is waiting on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScaleUpRequest {
+    pub increase: usize,
+    pub time: Timestamp,
+    /// When all requested nodes should be ready (`time + max-node-provision-time`).
+    pub expected: Timestamp,
+}
+
+/// A cloud instance to remove, with why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceToRemove {
+    pub group: String,
+    pub instance_id: String,
+    /// `unregistered` or `create-error` (upstream's fake-node-reason annotation values).
+    pub reason: &'static str,
+}
+
+/// What one registry update found, for the loop to act on and report.
+#[derive(Clone, Debug, Default)]
+pub struct RegistryUpdate {
+    pub state: ClusterState,
+    /// Scale-up requests that timed out: (group, increase). The groups are backed off.
+    pub timed_out: Vec<(String, usize)>,
+    /// Instances whose creation failed, newly seen: the groups are backed off.
+    pub failed_instances: Vec<(String, String, InstanceErrorInfo)>,
+    /// Instances to delete: long unregistered, or failed to create.
+    pub to_remove: Vec<InstanceToRemove>,
+    /// Groups whose target stayed above their registered nodes for too long: (group, delta < 0).
+    pub fix_sizes: Vec<(String, i64)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Registry {
+    scale_up_requests: BTreeMap<String, ScaleUpRequest>,
+    backoff: Backoff,
+    unregistered_since: BTreeMap<String, Timestamp>,
+    failed_seen: BTreeSet<String>,
+    incorrect_size: BTreeMap<String, (usize, usize, Timestamp)>,
+    /// Nodes whose deletion the actuator started, per group.
+    deletions: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Registry {
+    pub fn new(options: &AutoscalingOptions) -> Self {
+        Registry {
+            scale_up_requests: BTreeMap::new(),
+            backoff: Backoff::new(
+                options.initial_node_group_backoff_duration,
+                options.max_node_group_backoff_duration,
+                options.node_group_backoff_reset_timeout,
+            ),
+            unregistered_since: BTreeMap::new(),
+            failed_seen: BTreeSet::new(),
+            incorrect_size: BTreeMap::new(),
+            deletions: BTreeMap::new(),
+        }
+    }
+
+    /// A scale-up was requested: its nodes count as upcoming until ready or timed out.
+    pub fn register_scale_up(&mut self, group: &str, increase: usize, provision_time: Duration, now: Timestamp) {
+        let entry = self.scale_up_requests.entry(group.to_string()).or_insert(ScaleUpRequest {
+            increase: 0,
+            time: now,
+            expected: now,
+        });
+        entry.increase += increase;
+        entry.time = now;
+        entry.expected = plus(now, provision_time);
+        self.backoff.clear(group);
+    }
+
+    /// A scale-up failed (the cloud refused it): back the group off.
+    pub fn register_failed_scale_up(&mut self, group: &str, code: &str, message: &str, now: Timestamp) {
+        self.backoff.fail(group, code, message, now);
+    }
+
+    pub fn deletion_started(&mut self, group: &str, node: &str) {
+        self.deletions.entry(group.to_string()).or_default().insert(node.to_string());
+    }
+
+    pub fn deletion_finished(&mut self, group: &str, node: &str) {
+        if let Some(set) = self.deletions.get_mut(group) {
+            set.remove(node);
+        }
+    }
+
+    pub fn deletions_in_progress(&self) -> usize {
+        self.deletions.values().map(BTreeSet::len).sum()
+    }
+
+    pub fn scale_up_request(&self, group: &str) -> Option<&ScaleUpRequest> {
+        self.scale_up_requests.get(group)
+    }
+
+    pub fn update(
+        &mut self,
+        view: &ClusterView,
+        cloud: &CloudState,
+        options: &AutoscalingOptions,
+        now: Timestamp,
+    ) -> RegistryUpdate {
+        self.backoff.forget_old(now);
+        let mut update =
+            RegistryUpdate { state: ClusterState::observe(view, cloud, options, now), ..Default::default() };
+        let registered: BTreeSet<String> = view.nodes.iter().map(|n| instance_id_for_node(n)).collect();
+        let mut still_unregistered = BTreeSet::new();
+        for group in &cloud.groups {
+            let provision = group.options.max_node_provision_time;
+            let mut long_unregistered = 0;
+            let mut unregistered = 0;
+            for instance in &group.instances {
+                if registered.contains(&instance.id) {
+                    continue;
+                }
+                let status = instance.status.as_ref();
+                if status.is_some_and(|s| s.state == InstanceState::Deleting) {
+                    continue;
+                }
+                if let Some(error) = status.and_then(|s| s.error.clone()) {
+                    // Upstream deletes instances that failed to be created and backs the group off
+                    // once per instance.
+                    if self.failed_seen.insert(instance.id.clone()) {
+                        self.backoff.fail(&group.id, &error.code, &error.message, now);
+                        update.failed_instances.push((group.id.clone(), instance.id.clone(), error));
+                    }
+                    update.to_remove.push(InstanceToRemove {
+                        group: group.id.clone(),
+                        instance_id: instance.id.clone(),
+                        reason: "create-error",
+                    });
+                    continue;
+                }
+                unregistered += 1;
+                still_unregistered.insert(instance.id.clone());
+                let since = *self.unregistered_since.entry(instance.id.clone()).or_insert(now);
+                if plus(since, provision) < now {
+                    long_unregistered += 1;
+                    update.to_remove.push(InstanceToRemove {
+                        group: group.id.clone(),
+                        instance_id: instance.id.clone(),
+                        reason: "unregistered",
+                    });
+                }
+            }
+            let gs = update.state.groups.get_mut(&group.id).expect("observe lists every group");
+            gs.unregistered = unregistered;
+            gs.long_unregistered = long_unregistered;
+            gs.backoff = self.backoff.status(&group.id, now);
+            gs.deletions_in_progress = self.deletions.get(&group.id).map_or(0, BTreeSet::len);
+
+            // Upcoming nodes: what the target still owes, while a scale-up is being waited on.
+            let owed = group.target_size.saturating_sub(gs.ready + gs.unready + long_unregistered);
+            let mut pending_increase = 0;
+            if let Some(request) = self.scale_up_requests.get(&group.id).cloned() {
+                if owed == 0 {
+                    self.scale_up_requests.remove(&group.id);
+                } else if request.expected < now {
+                    self.scale_up_requests.remove(&group.id);
+                    self.backoff.fail(&group.id, "timeout", "scale-up timed out", now);
+                    gs.backoff = self.backoff.status(&group.id, now);
+                    update.timed_out.push((group.id.clone(), request.increase));
+                } else {
+                    pending_increase = request.increase.min(owed);
+                }
+            }
+            gs.scale_up_in_progress = pending_increase > 0;
+            gs.upcoming = if gs.backoff.is_none() { pending_increase.max(gs.not_started) } else { gs.not_started };
+
+            // Health: unready nodes beyond what the pending work explains.
+            let min_nodes = group.target_size.saturating_sub(long_unregistered + pending_increase);
+            let registered_count = gs.ready + gs.unready + gs.not_started;
+            let unjustified = min_nodes.saturating_sub(gs.ready);
+            gs.healthy = within_unready_tolerance(unjustified, registered_count.max(1), options);
+
+            // Incorrect size: fewer registered nodes than the target, nothing unregistered to
+            // explain it, for longer than the provision time.
+            if unregistered == 0 && registered_count < min_nodes {
+                let key = (registered_count, group.target_size);
+                let since = match self.incorrect_size.get(&group.id) {
+                    Some((r, t, since)) if (*r, *t) == key => *since,
+                    _ => now,
+                };
+                self.incorrect_size.insert(group.id.clone(), (key.0, key.1, since));
+                if plus(since, provision) < now {
+                    update.fix_sizes.push((group.id.clone(), registered_count as i64 - group.target_size as i64));
+                    self.incorrect_size.remove(&group.id);
+                }
+            } else {
+                self.incorrect_size.remove(&group.id);
+            }
+        }
+        self.unregistered_since.retain(|id, _| still_unregistered.contains(id));
+        // Forget deletions of nodes that are gone.
+        let names: BTreeSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+        for set in self.deletions.values_mut() {
+            set.retain(|n| names.contains(n.as_str()));
+        }
+        update
+    }
+}

@@ -1,0 +1,369 @@
+//! Running a scenario: the cluster moves on a virtual clock, the scenario's events happen at
+//! their times, and the real control loop (`control::Autoscaler`) runs every `--scan-interval`
+//! (at once again after a productive loop, as upstream does).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cloudprovider::memory::{FaultCount, Fulfilment};
+use cloudprovider::{CloudProvider, CloudProviderError, InstanceState, NodeGroup};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::metrics::{GroupInfo, Metrics, MetricsSummary};
+use super::scenario::{Action, Fault, ObjectRef, Scenario};
+use super::world::{self, World, WorldError};
+use crate::config::AutoscalingOptions;
+use crate::control::{Autoscaler, Parts};
+use crate::memory::{MemoryClusterHandle, ObjectKey, ObjectKind};
+use crate::ports::{ClusterActions, ScaleTarget};
+
+/// One line of the `--events` timeline.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEntry {
+    pub time: String,
+    /// Seconds since the start.
+    pub at: f64,
+    pub kind: &'static str,
+    pub details: Value,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub scenario: String,
+    pub simulated_seconds: f64,
+    pub wall_seconds: f64,
+    pub loops: usize,
+    pub scale_ups: usize,
+    pub scale_up_failures: usize,
+    pub scale_downs: usize,
+    pub deletion_failures: usize,
+    pub evictions: usize,
+    #[serde(flatten)]
+    pub metrics: MetricsSummary,
+    #[serde(skip)]
+    pub timeline: Vec<TimelineEntry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("{0}")]
+    World(#[from] WorldError),
+    #[error("at {at}: {message}")]
+    Event { at: String, message: String },
+    #[error("the autoscaler failed: {0}")]
+    Loop(String),
+}
+
+fn plus(t: Timestamp, d: Duration) -> Timestamp {
+    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
+}
+
+fn scale_target(r: &ObjectRef) -> ScaleTarget {
+    ScaleTarget {
+        api_version: "apps/v1".into(),
+        kind: r.kind.clone(),
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+    }
+}
+
+/// A scale change expanded from a scenario event (ramps become one step per minute).
+#[derive(Clone, Debug)]
+struct Pending {
+    at: Timestamp,
+    action: Action,
+    index: usize,
+}
+
+struct Timeline {
+    start: Timestamp,
+    entries: Vec<TimelineEntry>,
+    keep: bool,
+}
+
+impl Timeline {
+    fn push(&mut self, now: Timestamp, kind: &'static str, details: Value) {
+        if self.keep {
+            self.entries.push(TimelineEntry {
+                time: now.to_string(),
+                at: now.duration_since(self.start).as_secs_f64(),
+                kind,
+                details,
+            });
+        }
+    }
+}
+
+async fn apply(
+    action: &Action,
+    world: &World,
+    handle: &MemoryClusterHandle,
+    now: Timestamp,
+    index: usize,
+) -> Result<(Value, Vec<Pending>), String> {
+    let mut follow_ups = Vec::new();
+    let details = match action {
+        Action::Scale { target, replicas } => {
+            handle.set_scale(&scale_target(target), *replicas).await.map_err(|e| e.to_string())?;
+            json!({"scale": format!("{}/{}/{}", target.kind, target.namespace, target.name), "replicas": replicas})
+        }
+        Action::Ramp { target, to, over } => {
+            let from = handle.get_scale(&scale_target(target)).await.map_err(|e| e.to_string())?.spec_replicas;
+            let steps = (over.as_secs() / 60).max(1);
+            let mut previous = from;
+            for s in 1..=steps {
+                let replicas = from + ((*to - from) as f64 * s as f64 / steps as f64).round() as i32;
+                if replicas == previous {
+                    continue;
+                }
+                previous = replicas;
+                follow_ups.push(Pending {
+                    at: plus(now, Duration::from_secs(60 * s)),
+                    action: Action::Scale { target: target.clone(), replicas },
+                    index,
+                });
+            }
+            json!({"ramp": format!("{}/{}/{}", target.kind, target.namespace, target.name), "from": from, "to": to, "over": over.as_secs()})
+        }
+        Action::Create(object) => {
+            let o = world::cluster_object(object.clone(), "create").map_err(|e| e.to_string())?;
+            handle.lock().apply(o).map_err(|e| e.to_string())?;
+            json!({"create": object.get("kind"), "name": object.pointer("/metadata/name")})
+        }
+        Action::Delete(target) => {
+            let kind = match target.kind.as_str() {
+                "Deployment" => ObjectKind::Deployment,
+                "ReplicaSet" => ObjectKind::ReplicaSet,
+                "StatefulSet" => ObjectKind::StatefulSet,
+                "Job" => ObjectKind::Job,
+                "DaemonSet" => ObjectKind::DaemonSet,
+                "Pod" => ObjectKind::Pod,
+                "PodDisruptionBudget" => ObjectKind::PodDisruptionBudget,
+                other => return Err(format!("cannot delete kind {other}")),
+            };
+            handle.lock().delete(kind, &ObjectKey::new(&target.namespace, &target.name));
+            json!({"delete": format!("{}/{}/{}", target.kind, target.namespace, target.name)})
+        }
+        Action::Fault { group, fault } => {
+            let cloud = &world.cloud;
+            let error = CloudProviderError::cloud(format!("simulated failure of node group {group}"));
+            let count = |t: &Option<usize>| t.map_or(FaultCount::Always, FaultCount::Times);
+            let result = match fault {
+                Fault::FailIncreaseSize { times } => cloud.fail_increase_size(group, count(times), error),
+                Fault::PartialFulfilment { ratio, count: n } => cloud.partial_fulfilment(
+                    group,
+                    match (ratio, n) {
+                        (Some(r), _) => Fulfilment::Ratio(*r),
+                        (None, Some(c)) => Fulfilment::Count(*c),
+                        (None, None) => Fulfilment::Ratio(1.0),
+                    },
+                ),
+                Fault::NeverRegister { count: n } => cloud.never_register(group, *n),
+                Fault::FailDeleteNodes { times } => cloud.fail_delete_nodes(group, count(times), error),
+                Fault::StockOut { duration } => cloud.stock_out(group, now, plus(now, *duration)),
+                Fault::Clear => cloud.clear_faults(group),
+            };
+            result.map_err(|e| e.to_string())?;
+            json!({"fault": format!("{fault:?}"), "group": group})
+        }
+        Action::AnnotateNode { node, annotations } => {
+            let mut guard = handle.lock();
+            let Some(current) = guard.node(node).cloned() else { return Err(format!("node {node} does not exist")) };
+            let mut n = (*current).clone();
+            let a = n.metadata.annotations.get_or_insert_with(Default::default);
+            a.extend(annotations.clone());
+            guard.apply(n).map_err(|e| e.to_string())?;
+            json!({"annotate": node, "annotations": annotations})
+        }
+    };
+    Ok((details, follow_ups))
+}
+
+/// Runs a scenario. `extra_flags` override the scenario's flags; `progress` gets the share done.
+pub async fn run(
+    scenario: &Scenario,
+    extra_flags: &[String],
+    keep_timeline: bool,
+    mut progress: impl FnMut(f64),
+) -> Result<Outcome, SimulateError> {
+    let wall = Instant::now();
+    let options: AutoscalingOptions = world::options(&scenario.flags, extra_flags)?;
+    let world = world::build(scenario, &options)?;
+    let expander = expander::Expander::with_seed(&options.expander, scenario.seed)
+        .map_err(|e| SimulateError::World(WorldError::Flags(format!("--expander: {e}"))))?;
+    let scan_interval = options.scan_interval;
+    let mut autoscaler = Autoscaler::new(Parts {
+        options,
+        provider: world.cloud.clone(),
+        reader: world.handle.clone(),
+        actions: world.handle.clone(),
+        clock: world.clock.clone(),
+        expander,
+    });
+    let groups: Vec<GroupInfo> = scenario
+        .groups
+        .iter()
+        .map(|g| {
+            let template = world::template(g);
+            let price = g.price_per_hour.unwrap_or_else(|| {
+                world
+                    .cloud
+                    .pricing()
+                    .ok()
+                    .and_then(|p| {
+                        p.node_price(&template, scenario.start, plus(scenario.start, Duration::from_secs(3600))).ok()
+                    })
+                    .unwrap_or(0.0)
+            });
+            GroupInfo {
+                id: g.id.clone(),
+                price_per_hour: price,
+                allocatable: simulator::NodeInfo::new(Arc::new(template)).allocatable,
+            }
+        })
+        .collect();
+    let start = scenario.start;
+    let end = plus(start, scenario.duration);
+    let mut metrics = Metrics::new(start, groups, Duration::from_secs(300));
+    let mut timeline = Timeline { start, entries: Vec::new(), keep: keep_timeline };
+    let mut queue: Vec<Pending> = scenario
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Pending { at: plus(start, e.at), action: e.action.clone(), index: i })
+        .collect();
+    queue.sort_by_key(|p| p.at);
+    let mut counts = Counts::default();
+    let group_ids: Vec<String> = scenario.groups.iter().map(|g| g.id.clone()).collect();
+    let mut now = start;
+    let mut next_loop = start;
+    let total = scenario.duration.as_secs_f64();
+    let mut last_progress = -1.0;
+    loop {
+        // Scenario events due now (ramps schedule their steps).
+        while queue.first().is_some_and(|p| p.at <= now) {
+            let p = queue.remove(0);
+            world.handle.lock().advance(now);
+            let (details, follow_ups) = apply(&p.action, &world, &world.handle, now, p.index)
+                .await
+                .map_err(|message| SimulateError::Event { at: format!("events[{}]", p.index), message })?;
+            timeline.push(now, "scenario", details);
+            for f in follow_ups {
+                let pos = queue.partition_point(|q| q.at <= f.at);
+                queue.insert(pos, f);
+            }
+        }
+        world.handle.lock().advance(now);
+        if now >= next_loop {
+            let report = autoscaler.run_once().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
+            counts.loops += 1;
+            for inc in &report.scale_ups {
+                counts.scale_ups += 1;
+                metrics.nodes_added(&inc.node_group, inc.delta);
+                timeline.push(now, "scaleUp", serde_json::to_value(inc).unwrap_or_default());
+            }
+            for (g, e) in &report.scale_up_failures {
+                counts.scale_up_failures += 1;
+                timeline.push(now, "scaleUpFailed", json!({"nodeGroup": g, "error": e}));
+            }
+            for (g, n) in &report.timed_out {
+                timeline.push(now, "scaleUpTimedOut", json!({"nodeGroup": g, "increase": n}));
+            }
+            for (g, i, code) in &report.failed_instances {
+                timeline.push(now, "instanceFailed", json!({"nodeGroup": g, "instance": i, "errorCode": code}));
+            }
+            for (g, i, reason) in &report.removed_instances {
+                timeline.push(now, "instanceRemoved", json!({"nodeGroup": g, "instance": i, "reason": reason}));
+            }
+            for n in &report.deletions_started {
+                timeline.push(now, "scaleDownStarted", json!({"node": n}));
+            }
+            for (n, g, reason) in &report.deleted {
+                counts.scale_downs += 1;
+                metrics.node_removed(g);
+                timeline.push(now, "nodeDeleted", json!({"node": n, "nodeGroup": g, "reason": reason}));
+            }
+            for (n, why) in &report.deletion_failures {
+                counts.deletion_failures += 1;
+                timeline.push(now, "scaleDownFailed", json!({"node": n, "error": why}));
+            }
+            counts.evictions += report.evicted.len();
+            for e in &report.events {
+                if e.reason == "TriggeredScaleUp"
+                    && let Some(ns) = &e.object.namespace
+                {
+                    metrics.capacity_requested(&format!("{ns}/{}", e.object.name), now);
+                }
+                if keep_timeline {
+                    timeline.push(
+                        now,
+                        "event",
+                        json!({"object": format!("{}/{}", e.object.kind, e.object.name), "type": e.event_type.as_str(), "reason": e.reason, "message": e.message}),
+                    );
+                }
+            }
+            if let Some(plan) = &report.plan
+                && keep_timeline
+                && (report.productive() || !plan.scale_up.increases.is_empty())
+            {
+                timeline.push(
+                    now,
+                    "decision",
+                    json!({"scaleUp": plan.scale_up.result, "message": plan.scale_up.message, "unneeded": plan.scale_down.unneeded.len(), "scaleDown": plan.scale_down.status}),
+                );
+            }
+            next_loop = if report.productive() { plus(now, Duration::from_secs(1)) } else { plus(now, scan_interval) };
+        }
+        let view = world.handle.lock().view();
+        let mut instances = BTreeMap::new();
+        for id in &group_ids {
+            if let Some(g) = world.cloud.group(id) {
+                let n = g.nodes().await.map(|i| {
+                    i.iter().filter(|i| i.status.as_ref().is_none_or(|s| s.state != InstanceState::Deleting)).count()
+                });
+                instances.insert(id.clone(), n.unwrap_or(0));
+            }
+        }
+        metrics.step(now, &instances, &view);
+        let done = now.duration_since(start).as_secs_f64() / total;
+        if done - last_progress >= 0.01 {
+            progress(done.min(1.0));
+            last_progress = done;
+        }
+        if now >= end {
+            break;
+        }
+        let next_event = queue.first().map_or(end, |p| p.at);
+        now = next_loop.min(next_event).min(end).max(plus(now, Duration::from_millis(1)));
+    }
+    let view = world.handle.lock().view();
+    progress(1.0);
+    Ok(Outcome {
+        scenario: scenario.name.clone(),
+        simulated_seconds: scenario.duration.as_secs_f64(),
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        loops: counts.loops,
+        scale_ups: counts.scale_ups,
+        scale_up_failures: counts.scale_up_failures,
+        scale_downs: counts.scale_downs,
+        deletion_failures: counts.deletion_failures,
+        evictions: counts.evictions,
+        metrics: metrics.finish(end, &view),
+        timeline: timeline.entries,
+    })
+}
+
+#[derive(Default)]
+struct Counts {
+    loops: usize,
+    scale_ups: usize,
+    scale_up_failures: usize,
+    scale_downs: usize,
+    deletion_failures: usize,
+    evictions: usize,
+}

@@ -1,0 +1,597 @@
+//! Scenario files for `simulate`: node groups, the objects a cluster starts with, what happens
+//! over time (replica changes, ramps, new Jobs, faults), the autoscaler's flags and how long to
+//! run. Every error names the field and the line.
+//!
+//! ```yaml
+//! name: a small day
+//! start: 2026-11-23T00:00:00Z   # optional
+//! duration: 24h
+//! seed: 1                       # random tie-breaks of the expanders
+//! flags: [--scale-down-unneeded-time=10m, --expander=least-waste]
+//! cluster: {nodeStartupDelay: 30s, podStartupDelay: 5s}
+//! nodeGroups:
+//! - id: general
+//!   minSize: 1
+//!   maxSize: 10
+//!   initialSize: 2
+//!   pricePerHour: 0.192
+//!   provisioningDelay: 2m
+//!   options: {scaleDownUnneededTime: 5m}      # like the cloud-config file
+//!   template: {metadata: {labels: {pool: general}}, status: {capacity: {cpu: "4", memory: 16Gi, pods: "110"}}}
+//! objects: [ ...Kubernetes objects: Deployments, StatefulSets, Jobs, DaemonSets, PDBs, ... ]
+//! events:
+//! - {at: 6h, scale: {kind: Deployment, namespace: default, name: web, replicas: 20}}
+//! - {at: 7h, ramp: {kind: Deployment, namespace: default, name: web, to: 40, over: 2h}}
+//! - {at: 12h, create: {apiVersion: batch/v1, kind: Job, ...}}
+//! - {at: 13h, delete: {kind: Job, namespace: batch, name: report}}
+//! - {at: 2h, fault: {group: compute, type: failIncreaseSize, times: 2}}
+//! - {at: 0s, annotateNode: {node: general-1, annotations: {cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"}}}
+//! ```
+//!
+//! Fault types: `failIncreaseSize` (`times`, default always), `partialFulfilment` (`ratio` or
+//! `count`), `neverRegister` (`count`), `failDeleteNodes` (`times`), `stockOut` (`for`), `clear`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_path_to_error::Segment;
+use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, Spanned};
+
+use crate::config::duration::parse_go_duration;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{file}{}: {field}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ScenarioError {
+    pub file: String,
+    pub field: String,
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawScenario {
+    name: Option<String>,
+    start: Option<Spanned<String>>,
+    duration: Spanned<String>,
+    seed: Option<u64>,
+    #[serde(default)]
+    flags: Vec<Spanned<String>>,
+    cluster: Option<RawCluster>,
+    #[serde(default)]
+    node_groups: Vec<RawGroup>,
+    #[serde(default)]
+    objects: Vec<Spanned<Value>>,
+    #[serde(default)]
+    events: Vec<RawEvent>,
+    #[serde(default)]
+    loads: Vec<Spanned<Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawCluster {
+    node_startup_delay: Option<Spanned<String>>,
+    pod_startup_delay: Option<Spanned<String>>,
+    job_run_duration: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawGroup {
+    id: Spanned<String>,
+    min_size: Spanned<usize>,
+    max_size: Spanned<usize>,
+    initial_size: Option<Spanned<usize>>,
+    price_per_hour: Option<Spanned<f64>>,
+    provisioning_delay: Option<Spanned<String>>,
+    #[serde(default)]
+    zero_or_max: bool,
+    options: Option<Spanned<Value>>,
+    template: Spanned<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawEvent {
+    at: Spanned<String>,
+    scale: Option<Spanned<RawScale>>,
+    ramp: Option<Spanned<RawRamp>>,
+    create: Option<Spanned<Value>>,
+    delete: Option<Spanned<RawObjectRef>>,
+    fault: Option<Spanned<RawFault>>,
+    annotate_node: Option<Spanned<RawAnnotate>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawScale {
+    kind: String,
+    #[serde(default = "default_namespace")]
+    namespace: String,
+    name: String,
+    replicas: i32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRamp {
+    kind: String,
+    #[serde(default = "default_namespace")]
+    namespace: String,
+    name: String,
+    to: i32,
+    over: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawObjectRef {
+    kind: String,
+    #[serde(default = "default_namespace")]
+    namespace: String,
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawFault {
+    group: String,
+    #[serde(rename = "type")]
+    fault_type: String,
+    times: Option<usize>,
+    ratio: Option<f64>,
+    count: Option<usize>,
+    #[serde(rename = "for")]
+    for_duration: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawAnnotate {
+    node: String,
+    annotations: BTreeMap<String, String>,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+/// A node group of the in-memory cloud.
+#[derive(Clone, Debug)]
+pub struct GroupSpec {
+    pub id: String,
+    pub min_size: usize,
+    pub max_size: usize,
+    pub initial_size: usize,
+    pub price_per_hour: Option<f64>,
+    pub provisioning_delay: Duration,
+    pub zero_or_max: bool,
+    /// The `options` mapping, as the cloud-config file writes it.
+    pub options: Option<Value>,
+    pub template: Node,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    FailIncreaseSize { times: Option<usize> },
+    PartialFulfilment { ratio: Option<f64>, count: Option<usize> },
+    NeverRegister { count: usize },
+    FailDeleteNodes { times: Option<usize> },
+    StockOut { duration: Duration },
+    Clear,
+}
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Scale {
+        target: ObjectRef,
+        replicas: i32,
+    },
+    /// Moves replicas linearly to `to` over `over` (one step per minute).
+    Ramp {
+        target: ObjectRef,
+        to: i32,
+        over: Duration,
+    },
+    Create(Value),
+    Delete(ObjectRef),
+    Fault {
+        group: String,
+        fault: Fault,
+    },
+    AnnotateNode {
+        node: String,
+        annotations: BTreeMap<String, String>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct ScenarioEvent {
+    pub at: Duration,
+    pub action: Action,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClusterTiming {
+    pub node_startup_delay: Option<Duration>,
+    pub pod_startup_delay: Option<Duration>,
+    pub job_run_duration: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub start: Timestamp,
+    pub duration: Duration,
+    pub seed: u64,
+    pub flags: Vec<String>,
+    pub timing: ClusterTiming,
+    pub groups: Vec<GroupSpec>,
+    pub objects: Vec<Value>,
+    pub events: Vec<ScenarioEvent>,
+    /// Load traces for workloads with pod autoscalers (read by `hpa` support).
+    pub loads: Vec<Value>,
+}
+
+fn line<T>(s: &Spanned<T>) -> Option<u64> {
+    Some(s.referenced.line()).filter(|l| *l > 0)
+}
+
+/// Keys whose values are `Spanned` (they show up as an extra `value` segment in error paths).
+const SPANNED: &[&str] = &[
+    "start",
+    "duration",
+    "nodeStartupDelay",
+    "podStartupDelay",
+    "jobRunDuration",
+    "id",
+    "minSize",
+    "maxSize",
+    "initialSize",
+    "pricePerHour",
+    "provisioningDelay",
+    "options",
+    "template",
+    "at",
+    "scale",
+    "ramp",
+    "create",
+    "delete",
+    "fault",
+    "annotateNode",
+];
+
+fn render_path(path: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    let mut previous: Option<String> = None;
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                if previous.as_deref() == Some("flags") || previous.as_deref() == Some("objects") {
+                    out.push_str(&format!("[{index}]"));
+                    previous = None;
+                    continue;
+                }
+                out.push_str(&format!("[{index}]"));
+                previous = None;
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if key == "value" && previous.as_deref().is_some_and(|p| SPANNED.contains(&p)) {
+                    previous = None;
+                    continue;
+                }
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+                previous = Some(key.clone());
+            }
+            Segment::Unknown => previous = None,
+        }
+    }
+    out
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, field: impl Into<String>, line: Option<u64>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.into(), field: field.into(), line, message: message.into() }
+    }
+
+    fn duration(&self, field: &str, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
+        parse_go_duration(&s.value).map_err(|m| self.err(field, line(s), m))
+    }
+}
+
+fn object_ref(kind: String, namespace: String, name: String) -> ObjectRef {
+    ObjectRef { kind, namespace, name }
+}
+
+/// Parses and validates a scenario.
+pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file };
+    let mut path = None;
+    let raw = serde_saphyr::with_deserializer_from_str(text, |d| {
+        serde_path_to_error::deserialize::<_, RawScenario>(d).map_err(|e| {
+            path = Some(render_path(e.path()));
+            e.into_inner()
+        })
+    })
+    .map_err(|e| {
+        let message = DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
+        let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
+        ctx.err(path.clone().unwrap_or_default(), line, message)
+    })?;
+    let start = match &raw.start {
+        Some(s) => s.value.parse::<Timestamp>().map_err(|_| ctx.err("start", line(s), "not an RFC 3339 time"))?,
+        None => "2026-11-23T00:00:00Z".parse().expect("valid default start"),
+    };
+    let duration = ctx.duration("duration", &raw.duration)?;
+    if duration.is_zero() {
+        return Err(ctx.err("duration", line(&raw.duration), "must be positive"));
+    }
+    let flags: Vec<String> = raw.flags.iter().map(|f| f.value.clone()).collect();
+    for (i, f) in raw.flags.iter().enumerate() {
+        if !f.value.starts_with("--") {
+            return Err(ctx.err(format!("flags[{i}]"), line(f), "flags are written --name=value"));
+        }
+    }
+    let cluster = raw.cluster.unwrap_or_default();
+    let opt_duration =
+        |field: &str, v: &Option<Spanned<String>>| v.as_ref().map(|s| ctx.duration(field, s)).transpose();
+    let timing = ClusterTiming {
+        node_startup_delay: opt_duration("cluster.nodeStartupDelay", &cluster.node_startup_delay)?,
+        pod_startup_delay: opt_duration("cluster.podStartupDelay", &cluster.pod_startup_delay)?,
+        job_run_duration: opt_duration("cluster.jobRunDuration", &cluster.job_run_duration)?,
+    };
+    let mut groups = Vec::new();
+    for (i, g) in raw.node_groups.into_iter().enumerate() {
+        let field = |f: &str| format!("nodeGroups[{i}].{f}");
+        if g.id.value.is_empty() {
+            return Err(ctx.err(field("id"), line(&g.id), "must not be empty"));
+        }
+        if groups.iter().any(|other: &GroupSpec| other.id == g.id.value) {
+            return Err(ctx.err(field("id"), line(&g.id), format!("duplicate node group id {:?}", g.id.value)));
+        }
+        if g.min_size.value > g.max_size.value {
+            return Err(ctx.err(
+                field("minSize"),
+                line(&g.min_size),
+                format!("min size {} is greater than max size {}", g.min_size.value, g.max_size.value),
+            ));
+        }
+        let initial = g.initial_size.as_ref().map_or(g.min_size.value, |s| s.value);
+        if let Some(s) = &g.initial_size
+            && (s.value > g.max_size.value || s.value < g.min_size.value)
+        {
+            return Err(ctx.err(
+                field("initialSize"),
+                line(s),
+                format!("{} is outside [{}, {}]", s.value, g.min_size.value, g.max_size.value),
+            ));
+        }
+        if let Some(p) = &g.price_per_hour
+            && (p.value.is_nan() || p.value < 0.0)
+        {
+            return Err(ctx.err(field("pricePerHour"), line(p), "must not be negative"));
+        }
+        let template: Node =
+            serde_path_to_error::deserialize(normalize_quantities(g.template.value.clone())).map_err(|e| {
+                ctx.err(format!("{}.{}", field("template"), e.path()), line(&g.template), e.inner().to_string())
+            })?;
+        let provisioning_delay = match &g.provisioning_delay {
+            Some(d) => ctx.duration(&field("provisioningDelay"), d)?,
+            None => Duration::from_secs(120),
+        };
+        groups.push(GroupSpec {
+            id: g.id.value.clone(),
+            min_size: g.min_size.value,
+            max_size: g.max_size.value,
+            initial_size: initial,
+            price_per_hour: g.price_per_hour.map(|p| p.value),
+            provisioning_delay,
+            zero_or_max: g.zero_or_max,
+            options: g.options.map(|o| o.value),
+            template,
+        });
+    }
+    let mut objects = Vec::new();
+    for (i, o) in raw.objects.into_iter().enumerate() {
+        check_object(&ctx, &format!("objects[{i}]"), &o)?;
+        objects.push(normalize_quantities(o.value));
+    }
+    let mut events = Vec::new();
+    for (i, e) in raw.events.into_iter().enumerate() {
+        let field = |f: &str| format!("events[{i}].{f}");
+        let at = ctx.duration(&field("at"), &e.at)?;
+        if at > duration {
+            return Err(ctx.err(field("at"), line(&e.at), "is after the end of the scenario"));
+        }
+        let mut actions = Vec::new();
+        if let Some(s) = e.scale {
+            let s = s.value;
+            actions
+                .push(Action::Scale { target: object_ref(s.kind, s.namespace, s.name), replicas: s.replicas.max(0) });
+        }
+        if let Some(r) = e.ramp {
+            let over = parse_go_duration(&r.value.over).map_err(|m| ctx.err(field("ramp.over"), line(&r), m))?;
+            let r = r.value;
+            actions.push(Action::Ramp { target: object_ref(r.kind, r.namespace, r.name), to: r.to.max(0), over });
+        }
+        if let Some(c) = e.create {
+            check_object(&ctx, &field("create"), &c)?;
+            actions.push(Action::Create(normalize_quantities(c.value)));
+        }
+        if let Some(d) = e.delete {
+            let d = d.value;
+            actions.push(Action::Delete(object_ref(d.kind, d.namespace, d.name)));
+        }
+        if let Some(f) = e.fault {
+            let l = line(&f);
+            let f = f.value;
+            if !groups.iter().any(|g| g.id == f.group) {
+                return Err(ctx.err(field("fault.group"), l, format!("unknown node group {:?}", f.group)));
+            }
+            let fault = match f.fault_type.as_str() {
+                "failIncreaseSize" => Fault::FailIncreaseSize { times: f.times },
+                "partialFulfilment" => {
+                    if f.ratio.is_none() && f.count.is_none() {
+                        return Err(ctx.err(field("fault"), l, "partialFulfilment needs ratio or count"));
+                    }
+                    Fault::PartialFulfilment { ratio: f.ratio, count: f.count }
+                }
+                "neverRegister" => Fault::NeverRegister { count: f.count.unwrap_or(1) },
+                "failDeleteNodes" => Fault::FailDeleteNodes { times: f.times },
+                "stockOut" => {
+                    let d = f
+                        .for_duration
+                        .as_deref()
+                        .ok_or_else(|| ctx.err(field("fault.for"), l, "stockOut needs for: <duration>"))?;
+                    Fault::StockOut { duration: parse_go_duration(d).map_err(|m| ctx.err(field("fault.for"), l, m))? }
+                }
+                "clear" => Fault::Clear,
+                other => {
+                    return Err(ctx.err(
+                        field("fault.type"),
+                        l,
+                        format!("unknown fault {other:?} (failIncreaseSize, partialFulfilment, neverRegister, failDeleteNodes, stockOut, clear)"),
+                    ));
+                }
+            };
+            actions.push(Action::Fault { group: f.group, fault });
+        }
+        if let Some(a) = e.annotate_node {
+            let a = a.value;
+            actions.push(Action::AnnotateNode { node: a.node, annotations: a.annotations });
+        }
+        if actions.len() != 1 {
+            return Err(ctx.err(
+                format!("events[{i}]"),
+                line(&e.at),
+                "each event needs exactly one of scale, ramp, create, delete, fault, annotateNode",
+            ));
+        }
+        events.push(ScenarioEvent { at, action: actions.remove(0) });
+    }
+    events.sort_by_key(|e| e.at);
+    Ok(Scenario {
+        name: raw.name.unwrap_or_else(|| file.to_string()),
+        start,
+        duration,
+        seed: raw.seed.unwrap_or(1),
+        flags,
+        timing,
+        groups,
+        objects,
+        events,
+        loads: raw.loads.into_iter().map(|l| l.value).collect(),
+    })
+}
+
+fn check_object(ctx: &Ctx, field: &str, o: &Spanned<Value>) -> Result<(), ScenarioError> {
+    let kind = o.value.get("kind").and_then(Value::as_str);
+    let name = o.value.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str);
+    if kind.is_none() {
+        return Err(ctx.err(format!("{field}.kind"), line(o), "missing"));
+    }
+    if name.is_none() {
+        return Err(ctx.err(format!("{field}.metadata.name"), line(o), "missing"));
+    }
+    Ok(())
+}
+
+/// YAML writes quantities unquoted (`cpu: 4`); Kubernetes types want strings. Numbers inside
+/// resource lists (`requests`, `limits`, `capacity`, `allocatable`, `overhead`) become strings.
+pub fn normalize_quantities(mut v: Value) -> Value {
+    fn walk(v: &mut Value, in_resources: bool) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map.iter_mut() {
+                    let resources =
+                        matches!(k.as_str(), "requests" | "limits" | "capacity" | "allocatable" | "overhead");
+                    if in_resources && let Value::Number(n) = child {
+                        *child = Value::String(n.to_string());
+                        continue;
+                    }
+                    walk(child, resources);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, false)),
+            _ => {}
+        }
+    }
+    walk(&mut v, false);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "duration: 1h\nnodeGroups:\n- id: g\n  minSize: 0\n  maxSize: 3\n  template: {status: {capacity: {cpu: 4, memory: 16Gi, pods: 110}}}\n";
+
+    #[test]
+    fn minimal_scenario_parses_with_defaults() {
+        let s = parse(MINIMAL, "s.yaml").unwrap();
+        assert_eq!(s.duration, Duration::from_secs(3600));
+        assert_eq!(s.groups[0].initial_size, 0);
+        assert_eq!(s.groups[0].provisioning_delay, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn unknown_key_names_field_and_line() {
+        let text = format!("{MINIMAL}events:\n- at: 10m\n  scael: {{}}\n");
+        let err = parse(&text, "s.yaml").unwrap_err();
+        assert_eq!(err.line, Some(9), "{err}");
+        assert!(err.to_string().contains("events[0]"), "{err}");
+    }
+
+    #[test]
+    fn bad_duration_names_field_and_line() {
+        let err = parse("duration: 1 hour\n", "s.yaml").unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("duration", Some(1)));
+    }
+
+    #[test]
+    fn min_above_max_is_an_error() {
+        let err = parse(&MINIMAL.replace("minSize: 0", "minSize: 5"), "s.yaml").unwrap_err();
+        assert_eq!(err.field, "nodeGroups[0].minSize");
+        assert_eq!(err.line, Some(4));
+    }
+
+    #[test]
+    fn fault_on_unknown_group_is_an_error() {
+        let text = format!("{MINIMAL}events:\n- at: 10m\n  fault: {{group: nope, type: stockOut, for: 1h}}\n");
+        let err = parse(&text, "s.yaml").unwrap_err();
+        assert_eq!(err.field, "events[0].fault.group");
+    }
+
+    #[test]
+    fn events_after_the_end_are_an_error() {
+        let text = format!("{MINIMAL}events:\n- at: 2h\n  scale: {{kind: Deployment, name: web, replicas: 3}}\n");
+        assert_eq!(parse(&text, "s.yaml").unwrap_err().field, "events[0].at");
+    }
+
+    #[test]
+    fn unquoted_quantities_become_strings() {
+        let v = normalize_quantities(
+            serde_json::json!({"spec": {"containers": [{"resources": {"requests": {"cpu": 2}}}]}}),
+        );
+        assert_eq!(v["spec"]["containers"][0]["resources"]["requests"]["cpu"], "2");
+    }
+}
