@@ -16,7 +16,7 @@ use super::metrics::{GroupInfo, Metrics, MetricsSummary};
 use super::scenario::{Action, Fault, ObjectRef, Scenario};
 use super::world::{self, World, WorldError};
 use crate::config::AutoscalingOptions;
-use crate::control::{Autoscaler, Parts};
+use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::memory::{MemoryClusterHandle, ObjectKey, ObjectKind};
 use crate::ports::{ClusterActions, ScaleTarget};
 
@@ -184,12 +184,35 @@ async fn apply(
     Ok((details, follow_ups))
 }
 
+/// Watches a simulation from inside, for tests: called after every step with the world and
+/// the loop report of that step (if the autoscaler ran).
+pub trait Observer {
+    fn after_step(&mut self, now: Timestamp, world: &World, report: Option<&LoopReport>);
+}
+
+struct NoObserver;
+
+impl Observer for NoObserver {
+    fn after_step(&mut self, _: Timestamp, _: &World, _: Option<&LoopReport>) {}
+}
+
 /// Runs a scenario. `extra_flags` override the scenario's flags; `progress` gets the share done.
 pub async fn run(
     scenario: &Scenario,
     extra_flags: &[String],
     keep_timeline: bool,
+    progress: impl FnMut(f64),
+) -> Result<Outcome, SimulateError> {
+    run_observed(scenario, extra_flags, keep_timeline, progress, &mut NoObserver).await
+}
+
+/// `run`, with an observer called after every step.
+pub async fn run_observed(
+    scenario: &Scenario,
+    extra_flags: &[String],
+    keep_timeline: bool,
     mut progress: impl FnMut(f64),
+    observer: &mut dyn Observer,
 ) -> Result<Outcome, SimulateError> {
     let wall = Instant::now();
     let options: AutoscalingOptions = world::options(&scenario.flags, extra_flags)?;
@@ -259,6 +282,7 @@ pub async fn run(
             }
         }
         world.handle.lock().advance(now);
+        let mut loop_report = None;
         if now >= next_loop {
             let report = autoscaler.run_once().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
             counts.loops += 1;
@@ -318,7 +342,9 @@ pub async fn run(
                 );
             }
             next_loop = if report.productive() { plus(now, Duration::from_secs(1)) } else { plus(now, scan_interval) };
+            loop_report = Some(report);
         }
+        observer.after_step(now, &world, loop_report.as_ref());
         let view = world.handle.lock().view();
         let mut instances = BTreeMap::new();
         for id in &group_ids {

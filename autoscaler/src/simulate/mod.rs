@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 
-pub use driver::{Outcome, SimulateError, TimelineEntry};
+pub use driver::{Observer, Outcome, SimulateError, TimelineEntry, run_observed};
 
 /// The built-in scenario.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../../deploy/examples/scenarios/day.yaml");
