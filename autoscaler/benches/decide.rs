@@ -13,7 +13,7 @@ fn run(view: &ClusterView, cloud: &CloudState, options: &AutoscalingOptions) -> 
     let state = ClusterState::observe(view, cloud, options, now);
     let memory = LoopMemory::for_plan();
     let mut expander = expander::Expander::with_seed(&options.expander, 1).unwrap();
-    let input = DecisionInput { view, cloud, state: &state, options, memory: &memory, now };
+    let input = DecisionInput { view, cloud, state: &state, options, memory: &memory, now, anticipated: &[] };
     decide(&input, &mut expander).plan
 }
 

@@ -22,8 +22,15 @@ fn main() {
         let state = ClusterState::observe(&view, &cloud, &options, now);
         let memory = LoopMemory::for_plan();
         let mut expander = expander::Expander::with_seed(&options.expander, 1).unwrap();
-        let input =
-            DecisionInput { view: &view, cloud: &cloud, state: &state, options: &options, memory: &memory, now };
+        let input = DecisionInput {
+            view: &view,
+            cloud: &cloud,
+            state: &state,
+            options: &options,
+            memory: &memory,
+            now,
+            anticipated: &[],
+        };
         let plan = decide(&input, &mut expander).plan;
         eprintln!("{:?} up={:?} unneeded={}", t.elapsed(), plan.scale_up.result, plan.scale_down.unneeded.len());
     }

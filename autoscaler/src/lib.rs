@@ -6,6 +6,7 @@
 //! - `hpa`: the embedded pod autoscalers.
 //! - `kube_adapter`: the ports over a real API server (kube-rs).
 //! - `memory`: the in-memory cluster and virtual clock for `simulate` and tests.
+//! - `podscaling`: the pod autoscalers at work (reconciling HPAs / WPAs, HPA-aware scale-up).
 //! - `plan`: the `plan` subcommand (snapshot loading and reports).
 //! - `ports`: the traits the control loop talks to the world through.
 //! - `simulate`: the `simulate` subcommand (scenarios, the driver on a virtual clock, reports).
@@ -18,6 +19,7 @@ pub mod hpa;
 pub mod kube_adapter;
 pub mod memory;
 pub mod plan;
+pub mod podscaling;
 pub mod ports;
 pub mod providers;
 pub mod simulate;

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
 use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::jiff::Timestamp;
 
@@ -162,6 +163,14 @@ pub trait ClusterActions: Send + Sync {
 
     /// Records a Kubernetes Event.
     async fn record_event(&self, event: Event) -> Result<(), PortError>;
+
+    /// Writes a HorizontalPodAutoscaler's status (the `status` subresource).
+    async fn update_hpa_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: HorizontalPodAutoscalerStatus,
+    ) -> Result<(), PortError>;
 }
 
 /// Time, real or virtual.

@@ -110,6 +110,17 @@ def replicaset(name, ns, replicas, labels):
                   "status": {"replicas": replicas}})
 
 
+def deployment(name, ns, replicas, ready, labels, containers, node_selector=None):
+    spec = {"containers": containers}
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    items.append({"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": name, "namespace": ns, "uid": uid("Deployment", ns, name), "labels": labels},
+                  "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                           "template": {"metadata": {"labels": labels}, "spec": spec}},
+                  "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}})
+
+
 def daemonset(name, ns, containers, tolerations=None, node_selector=None):
     spec = {"containers": containers, "tolerations": tolerations or []}
     if node_selector:
@@ -177,6 +188,7 @@ for n in control:
 # frontend/web: 25 replicas (4 on each of general-01..06, 1 on general-17); PDB allows 3 disruptions.
 web_labels = {"app": "web"}
 replicaset("web-7d9f8", "frontend", 25, web_labels)
+deployment("web", "frontend", 25, 25, web_labels, [container("web", "500m", "1Gi")])
 k = 0
 for n in general[:6]:
     for _ in range(4):
@@ -239,6 +251,7 @@ pdb("postgres", "data", pg_labels, 1, max_unavailable=1)
 worker_labels = {"app": "worker"}
 # The queue grew: 10 more workers are pending and the compute pool is full.
 replicaset("worker-9b8a7", "batch", 15 + 10, worker_labels)
+deployment("worker", "batch", 25, 15, worker_labels, [container("worker", "2", "3Gi")], node_selector={"pool": "compute"})
 k = 0
 for n in compute[:5]:
     for _ in range(3):
@@ -281,6 +294,44 @@ replicaset("overprovisioning-1", "default", 1, {"app": "overprovisioning"})
 items.append({"apiVersion": "v1", "kind": "ConfigMap",
               "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
               "data": {"priorities": "10:\n  - .*\n50:\n  - compute\n"}})
+
+# Pod autoscalers: an HPA on the web tier (cpu) and a WPA on the workers (queue depth).
+items.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+              "metadata": {"name": "web", "namespace": "frontend"},
+              "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                       "minReplicas": 10, "maxReplicas": 60,
+                       "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                                    "target": {"type": "Utilization", "averageUtilization": 60}}}],
+                       "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                                                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
+                                                             {"type": "Pods", "value": 4, "periodSeconds": 15}]},
+                                    "scaleDown": {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+                                                  "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}}},
+              "status": {"currentReplicas": 25, "desiredReplicas": 25}})
+items.append({"apiVersion": "datadoghq.com/v1alpha1", "kind": "WatermarkPodAutoscaler",
+              "metadata": {"name": "worker", "namespace": "batch"},
+              "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+                       "minReplicas": 5, "maxReplicas": 40,
+                       "metrics": [{"type": "External", "external": {"metricName": "queue.depth",
+                                    "metricSelector": {"matchLabels": {"queue": "jobs"}},
+                                    "highWatermark": "100", "lowWatermark": "50"}}]}})
+
+# What the metrics APIs return for them (kubectl get --raw ...), in deploy/examples/metrics.json.
+pod_metrics = [{"metadata": {"name": p["metadata"]["name"], "namespace": "frontend", "labels": p["metadata"]["labels"]},
+                "timestamp": "2026-11-21T11:59:30Z", "window": "30s",
+                "containers": [{"name": "web", "usage": {"cpu": "420m", "memory": "700Mi"}}]}
+               for p in items if p["kind"] == "Pod" and p["metadata"]["namespace"] == "frontend"]
+metrics = [
+    {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "metadata": {}, "items": pod_metrics},
+    {"apiVersion": "external.metrics.k8s.io/v1beta1", "kind": "ExternalMetricValueList",
+     "metadata": {"namespace": "batch"},
+     "items": [{"metricName": "queue.depth", "metricLabels": {"queue": "jobs"},
+                "timestamp": "2026-11-21T11:59:30Z", "value": "240"}]},
+]
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics.json"), "w") as f:
+    for m in metrics:
+        json.dump(m, f, indent=1)
+        f.write("\n")
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "snapshot.json")
 with open(out, "w") as f:

@@ -112,6 +112,65 @@ impl Selector {
         }
     }
 
+    /// Parses a selector in the string form the API uses (`/scale`'s `status.selector`,
+    /// `kubectl -l`): `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by
+    /// commas. An empty string selects everything.
+    pub fn parse(text: &str) -> Result<Selector, String> {
+        let mut reqs = Vec::new();
+        let mut rest = text.trim();
+        while !rest.is_empty() {
+            // Split at the next comma outside parentheses.
+            let mut depth = 0;
+            let mut end = rest.len();
+            for (i, c) in rest.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    ',' if depth == 0 => {
+                        end = i;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let part = rest[..end].trim();
+            rest = rest.get(end + 1..).unwrap_or("").trim();
+            if part.is_empty() {
+                return Err(format!("empty requirement in selector {text:?}"));
+            }
+            let values = |list: &str| -> Result<Vec<String>, String> {
+                let inner = list.trim();
+                let inner = inner
+                    .strip_prefix('(')
+                    .and_then(|l| l.strip_suffix(')'))
+                    .ok_or_else(|| format!("expected (values) in {part:?}"))?;
+                Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+            };
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let req = if let Some(key) = part.strip_prefix('!') {
+                Requirement::DoesNotExist(key.trim().to_string())
+            } else if words.len() >= 2 && (words[1] == "in" || words[1] == "notin") {
+                let list = part.splitn(2, words[1]).nth(1).unwrap_or("");
+                let key = words[0].to_string();
+                let mut vs = values(list)?;
+                vs.sort();
+                if words[1] == "in" { Requirement::In(key, vs) } else { Requirement::NotIn(key, vs) }
+            } else if let Some((k, v)) = part.split_once("!=") {
+                Requirement::NotIn(k.trim().to_string(), vec![v.trim().to_string()])
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                Requirement::In(k.trim().to_string(), vec![v.trim().to_string()])
+            } else if words.len() == 1 {
+                Requirement::Exists(part.to_string())
+            } else {
+                return Err(format!("cannot parse requirement {part:?}"));
+            };
+            reqs.push(req);
+        }
+        reqs.sort();
+        reqs.dedup();
+        Ok(Selector::All(reqs))
+    }
+
     pub fn matches(&self, labels: Option<&Labels>) -> bool {
         match self {
             Selector::Nothing => false,
@@ -219,6 +278,17 @@ mod tests {
         assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "a"), ("canary", "1")]))));
         assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "a"), ("zone", "z1")]))));
         assert_eq!(s.required_equality(), Some(("app", "web")));
+    }
+
+    #[test]
+    fn selector_strings_parse() {
+        let s = Selector::parse("app=web, tier in (a, b),!canary,env!=prod,zone").unwrap();
+        assert!(s.matches(Some(&labels(&[("app", "web"), ("tier", "a"), ("zone", "z")]))));
+        assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "c"), ("zone", "z")]))));
+        assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "a"), ("zone", "z"), ("env", "prod")]))));
+        assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "a")]))));
+        assert!(Selector::parse("").unwrap().is_everything());
+        assert!(Selector::parse("a in b").is_err());
     }
 
     #[test]

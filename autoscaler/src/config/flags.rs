@@ -297,6 +297,30 @@ pub struct DecisionFlags {
     #[arg(long = "force-delete-unregistered-nodes", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub force_delete_unregistered_nodes: bool,
 
+    /// Account for the pods a pod autoscaler's scale-up will create in the same loop.
+    #[arg(long = "hpa-aware-scale-up", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub hpa_aware_scale_up: bool,
+
+    /// How often the embedded pod autoscalers reconcile.
+    #[arg(long = "horizontal-pod-autoscaler-sync-period", default_value = "15s", value_parser = duration)]
+    pub hpa_sync_period: Duration,
+
+    /// Ratio deviation from the target within which the HPA does not scale.
+    #[arg(long = "horizontal-pod-autoscaler-tolerance", default_value_t = 0.1, value_parser = non_negative_f64)]
+    pub hpa_tolerance: f64,
+
+    /// After a pod starts, how long its CPU samples may be skipped.
+    #[arg(long = "horizontal-pod-autoscaler-cpu-initialization-period", default_value = "5m", value_parser = duration)]
+    pub hpa_cpu_initialization_period: Duration,
+
+    /// After a pod starts, how long a readiness change counts as its initial readiness.
+    #[arg(long = "horizontal-pod-autoscaler-initial-readiness-delay", default_value = "30s", value_parser = duration)]
+    pub hpa_initial_readiness_delay: Duration,
+
+    /// Downscale stabilization window of HPAs without a behavior.
+    #[arg(long = "horizontal-pod-autoscaler-downscale-stabilization", default_value = "5m", value_parser = duration)]
+    pub hpa_downscale_stabilization: Duration,
+
     /// Loop period; also the unit of the scale-down candidate limit.
     #[arg(long = "scan-interval", default_value = "10s", value_parser = duration)]
     pub scan_interval: Duration,

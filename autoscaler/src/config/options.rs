@@ -86,6 +86,8 @@ pub struct AutoscalingOptions {
     pub write_status_configmap: bool,
     pub status_config_map_name: String,
     pub force_delete_unregistered_nodes: bool,
+    pub hpa: crate::hpa::HpaConfig,
+    pub hpa_aware_scale_up: bool,
 }
 
 impl Default for AutoscalingOptions {
@@ -147,6 +149,8 @@ impl Default for AutoscalingOptions {
             write_status_configmap: true,
             status_config_map_name: "cluster-autoscaler-status".into(),
             force_delete_unregistered_nodes: false,
+            hpa: crate::hpa::HpaConfig::default(),
+            hpa_aware_scale_up: true,
         }
     }
 }
@@ -286,6 +290,14 @@ impl AutoscalingOptions {
             write_status_configmap: f.write_status_configmap,
             status_config_map_name: f.status_config_map_name.clone(),
             force_delete_unregistered_nodes: f.force_delete_unregistered_nodes,
+            hpa: crate::hpa::HpaConfig {
+                tolerance: f.hpa_tolerance,
+                cpu_initialization_period: f.hpa_cpu_initialization_period,
+                initial_readiness_delay: f.hpa_initial_readiness_delay,
+                downscale_stabilization: f.hpa_downscale_stabilization,
+                sync_period: f.hpa_sync_period,
+            },
+            hpa_aware_scale_up: f.hpa_aware_scale_up,
         })
     }
 

@@ -30,6 +30,9 @@ use self::status::{StatusWriter, go_time};
 use crate::config::AutoscalingOptions;
 use crate::core::plan::{GroupIncrease, Plan, ScaleUpResult};
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::hpa::MetricsSource;
+use crate::podscaling::{AutoscalerReport, PodScaling, TargetState, anticipated_pods, target_from_view};
+use crate::ports::ScaleTarget;
 use crate::ports::{Clock, ClusterActions, ClusterReader, Event, EventType, ObjectRef, PortError};
 
 /// Annotation upstream puts on fake nodes it passes to `DeleteNodes` for cloud instances.
@@ -94,6 +97,19 @@ pub struct Parts {
     pub actions: Arc<dyn ClusterActions>,
     pub clock: Arc<dyn Clock>,
     pub expander: Expander,
+    /// Where the pod autoscalers read metrics; without one they do not run.
+    pub metrics: Option<Arc<dyn MetricsSource + Send + Sync>>,
+}
+
+/// What one sync of the pod autoscalers did.
+#[derive(Clone, Debug, Default)]
+pub struct PodScalingReport {
+    pub autoscalers: Vec<AutoscalerReport>,
+    /// (autoscaler, target, from, to) for every scale change applied.
+    pub rescaled: Vec<(String, String, i32, i32)>,
+    /// Pods anticipated for the node autoscaler's next decision.
+    pub anticipated: usize,
+    pub events: Vec<Event>,
 }
 
 pub struct Autoscaler {
@@ -108,6 +124,11 @@ pub struct Autoscaler {
     actuator: Actuator,
     status: StatusWriter,
     first_loop: bool,
+    metrics: Option<Arc<dyn MetricsSource + Send + Sync>>,
+    pod_scaling: PodScaling,
+    next_pod_sync: Option<Timestamp>,
+    /// Pods anticipated by the last pod autoscaler sync, for the next decision.
+    anticipated: Vec<Arc<k8s_openapi::api::core::v1::Pod>>,
 }
 
 fn status_ref(options: &AutoscalingOptions) -> ObjectRef {
@@ -134,6 +155,7 @@ impl Autoscaler {
     pub fn new(parts: Parts) -> Self {
         Autoscaler {
             registry: Registry::new(&parts.options),
+            pod_scaling: PodScaling::new(parts.options.hpa.clone()),
             options: parts.options,
             provider: parts.provider,
             reader: parts.reader,
@@ -144,7 +166,125 @@ impl Autoscaler {
             actuator: Actuator::default(),
             status: StatusWriter::default(),
             first_loop: true,
+            metrics: parts.metrics,
+            next_pod_sync: None,
+            anticipated: Vec::new(),
         }
+    }
+
+    /// When the pod autoscalers are next due (`None` without a metrics source).
+    pub fn next_pod_autoscaler_sync(&self) -> Option<Timestamp> {
+        self.metrics.as_ref().map(|_| self.next_pod_sync.unwrap_or(Timestamp::MIN))
+    }
+
+    /// Reconciles every HPA and WPA (kube-controller-manager's and the WPA controller's work):
+    /// applies their scale changes through `/scale`, writes HPA status, records their events,
+    /// and — with `--hpa-aware-scale-up` — anticipates the pods a scale-up will create for the
+    /// node autoscaler's next decision.
+    pub async fn sync_pod_autoscalers(&mut self) -> Result<PodScalingReport, LoopError> {
+        let now = self.clock.now();
+        let mut report = PodScalingReport::default();
+        let Some(metrics) = self.metrics.clone() else { return Ok(report) };
+        self.next_pod_sync =
+            Some(now + k8s_openapi::jiff::SignedDuration::try_from(self.options.hpa.sync_period).unwrap_or_default());
+        let view = self.reader.view().await?;
+        self.pod_scaling.retain(&view);
+        // Targets the view does not describe are read through their /scale subresource.
+        let mut extra: BTreeMap<(String, String, String), TargetState> = BTreeMap::new();
+        let wanted = view
+            .hpas
+            .iter()
+            .filter_map(|h| {
+                let spec = h.spec.as_ref()?;
+                Some((
+                    h.metadata.namespace.clone().unwrap_or_default(),
+                    spec.scale_target_ref.kind.clone(),
+                    spec.scale_target_ref.name.clone(),
+                    spec.scale_target_ref.api_version.clone().unwrap_or_default(),
+                ))
+            })
+            .chain(view.wpas.iter().map(|w| {
+                (
+                    w.metadata.namespace.clone().unwrap_or_default(),
+                    w.spec.scale_target_ref.kind.clone(),
+                    w.spec.scale_target_ref.name.clone(),
+                    w.spec.scale_target_ref.api_version.clone(),
+                )
+            }));
+        for (namespace, kind, name, api_version) in wanted.collect::<Vec<_>>() {
+            let target =
+                ScaleTarget { api_version, kind: kind.clone(), namespace: namespace.clone(), name: name.clone() };
+            if target_from_view(&view, &target).is_some() {
+                continue;
+            }
+            if let Ok(scale) = self.actions.get_scale(&target).await {
+                extra.insert(
+                    (namespace, kind, name),
+                    TargetState {
+                        target,
+                        spec_replicas: scale.spec_replicas,
+                        status_replicas: scale.status_replicas,
+                        selector: simulator::labels::Selector::parse(&scale.selector).ok(),
+                        template: None,
+                    },
+                );
+            }
+        }
+        let resolve = |t: &ScaleTarget| {
+            target_from_view(&view, t)
+                .or_else(|| extra.get(&(t.namespace.clone(), t.kind.clone(), t.name.clone())).cloned())
+        };
+        let autoscalers = self.pod_scaling.reconcile(&view, &resolve, metrics.as_ref(), now);
+        for mut a in autoscalers {
+            let (namespace, name) =
+                a.name.split_once('/').map(|(n, m)| (n.to_string(), m.to_string())).unwrap_or_default();
+            if let Some(rescale) = a.rescale.clone() {
+                match self.actions.set_scale(&rescale.target.target, rescale.to).await {
+                    Ok(()) => {
+                        report.rescaled.push((a.name.clone(), a.target.clone(), a.current_replicas, rescale.to));
+                        if self.options.hpa_aware_scale_up && rescale.to > a.current_replicas {
+                            let pods = anticipated_pods(&rescale, now);
+                            report.anticipated += pods.len();
+                            self.anticipated.extend(pods);
+                        }
+                    }
+                    Err(e) => {
+                        self.pod_scaling.rescale_failed(&a.name);
+                        a.events.retain(|e| e.reason != "SuccessfulRescale" && e.reason != "Scaling");
+                        a.events.push(crate::podscaling::EventSummary {
+                            event_type: "Warning".into(),
+                            reason: "FailedRescale".into(),
+                            message: format!("New size: {}; error: {e}", rescale.to),
+                        });
+                    }
+                }
+            }
+            if let Some(status) = a.hpa_status.clone() {
+                let _ = self.actions.update_hpa_status(&namespace, &name, status).await;
+            }
+            let object = ObjectRef {
+                api_version: if a.kind == "HorizontalPodAutoscaler" {
+                    "autoscaling/v2".into()
+                } else {
+                    "datadoghq.com/v1alpha1".into()
+                },
+                kind: a.kind.into(),
+                namespace: Some(namespace.clone()),
+                name: name.clone(),
+            };
+            for e in &a.events {
+                let event = Event {
+                    object: object.clone(),
+                    event_type: if e.event_type == "Warning" { EventType::Warning } else { EventType::Normal },
+                    reason: e.reason.clone(),
+                    message: e.message.clone(),
+                };
+                let _ = self.actions.record_event(event.clone()).await;
+                report.events.push(event);
+            }
+            report.autoscalers.push(a);
+        }
+        Ok(report)
     }
 
     pub fn options(&self) -> &AutoscalingOptions {
@@ -226,8 +366,11 @@ impl Autoscaler {
             options: &self.options,
             memory: &self.memory,
             now,
+            anticipated: &self.anticipated,
         };
         let decision = decide(&input, &mut self.expander);
+        // Anticipated pods are looked at once: from the next loop on the real pods exist.
+        self.anticipated.clear();
         let plan = decision.plan;
         self.memory.unneeded_since = decision.unneeded_since;
         self.memory.unremovable_until = decision.unremovable_until;

@@ -32,6 +32,8 @@ pub struct DecisionInput<'a> {
     pub options: &'a AutoscalingOptions,
     pub memory: &'a LoopMemory,
     pub now: Timestamp,
+    /// Pods a pod autoscaler's scale-up will create (HPA-aware scale-up); treated as pending.
+    pub anticipated: &'a [Arc<Pod>],
 }
 
 /// The plan and what the loop should remember from this decision.
@@ -68,6 +70,9 @@ fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
 /// Upstream's young-pod filter: pods younger than `--new-pod-scale-up-delay`, or than their
 /// `pod-scale-up-delay` annotation when that is longer, wait.
 fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> bool {
+    if is_anticipated(pod) {
+        return false;
+    }
     let mut delay = options.new_pod_scale_up_delay;
     if let Some(d) = pod.annotation(POD_SCALE_UP_DELAY).and_then(|v| parse_go_duration(v).ok())
         && d > delay
@@ -81,9 +86,17 @@ fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> boo
     created.is_some_and(|c| now.duration_since(c).unsigned_abs() < delay && c <= now)
 }
 
+/// Pods that do not exist yet: anticipated from a pod autoscaler's scale-up.
+fn is_anticipated(pod: &PodInfo) -> bool {
+    pod.annotation(crate::podscaling::ANTICIPATED_ANNOTATION).is_some()
+}
+
 /// Upstream waits one loop when every pending pod is very new (< 2s; GPU pods < 30s), expecting
-/// more to come.
+/// more to come. Anticipated pods are exactly the ones not to wait for.
 fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
+    if pods.iter().any(|p| is_anticipated(p)) {
+        return false;
+    }
     let age = |p: &PodInfo| p.pod.metadata.creation_timestamp.as_ref().map(|t| now.duration_since(t.0).as_secs_f64());
     let oldest = pods.iter().filter_map(|p| age(p)).fold(f64::NEG_INFINITY, f64::max);
     let gpu_oldest = pods
@@ -95,7 +108,7 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
 }
 
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
-    let DecisionInput { view, cloud, state, options, memory, now } = *input;
+    let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
     let node_names: HashSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
 
     // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
@@ -126,6 +139,12 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         } else if !scheduler_allowed(pod, options) {
             ignored.insert(info.key.to_string(), "scheduler not in --allowed-scheduler-names".into());
         } else {
+            pending.push(info);
+        }
+    }
+    for pod in anticipated {
+        let info = Arc::new(PodInfo::new(pod.clone()));
+        if info.priority >= options.expendable_pods_priority_cutoff {
             pending.push(info);
         }
     }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -22,6 +23,9 @@ pub struct ClusterView {
     pub deployments: Vec<Arc<Deployment>>,
     pub config_maps: Vec<Arc<ConfigMap>>,
     pub namespaces: Vec<Arc<Namespace>>,
+    pub hpas: Vec<Arc<HorizontalPodAutoscaler>>,
+    /// `datadoghq.com/v1alpha1` WatermarkPodAutoscalers (when the CRD exists).
+    pub wpas: Vec<Arc<crate::hpa::wpa::WatermarkPodAutoscaler>>,
 }
 
 impl ClusterView {

@@ -337,7 +337,7 @@ impl HpaState {
 
     /// Forgets the scale event stored by the last rescale (upstream stores it only once the
     /// scale update succeeded).
-    pub(crate) fn forget_last_scale_event(&mut self) {
+    pub fn forget_last_scale_event(&mut self) {
         let Some(stored) = self.last_stored.take() else { return };
         if stored.up {
             self.scale_up_events = stored.previous;

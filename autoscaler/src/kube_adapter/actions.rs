@@ -321,6 +321,21 @@ impl ClusterActions for KubeActions {
         }
     }
 
+    async fn update_hpa_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        let api: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+            Api::namespaced(self.clients.client.clone(), namespace);
+        let patch = json!({"status": status});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| port_error(e, "HorizontalPodAutoscaler", name))?;
+        Ok(())
+    }
+
     async fn record_event(&self, event: Event) -> Result<(), PortError> {
         let key = EventKey::of(&event);
         let action = self.event_memory().decide(&key, Instant::now(), self.options.event_dedup_window);

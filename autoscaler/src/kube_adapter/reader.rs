@@ -11,6 +11,7 @@ use ::kube::{Api, Client, Resource, ResourceExt};
 use async_trait::async_trait;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -37,7 +38,7 @@ impl KubeClusterOptions {
 }
 
 /// Reflectors over Nodes, Pods, PodDisruptionBudgets, DaemonSets, ReplicaSets, StatefulSets,
-/// Deployments, Jobs, ReplicationControllers, Namespaces (cluster-wide) and the priority
+/// Deployments, Jobs, ReplicationControllers, Namespaces, HorizontalPodAutoscalers (cluster-wide) and the priority
 /// expander's ConfigMap (in `--namespace`).
 ///
 /// Each reflector runs in its own task: kube-runtime's watcher lists (from the watch cache),
@@ -56,6 +57,7 @@ pub struct KubeCluster {
     replication_controllers: Store<ReplicationController>,
     config_maps: Store<ConfigMap>,
     namespaces: Store<Namespace>,
+    hpas: Store<HorizontalPodAutoscaler>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     sync_timeout: Duration,
 }
@@ -106,7 +108,8 @@ impl KubeCluster {
             jobs: reflect(Api::all(client.clone()), all(), &mut tasks),
             replication_controllers: reflect(Api::all(client.clone()), all(), &mut tasks),
             config_maps: reflect(Api::namespaced(client.clone(), &options.namespace), priority_config_map, &mut tasks),
-            namespaces: reflect(Api::all(client), all(), &mut tasks),
+            namespaces: reflect(Api::all(client.clone()), all(), &mut tasks),
+            hpas: reflect(Api::all(client), all(), &mut tasks),
             tasks: Mutex::new(tasks),
             sync_timeout: options.sync_timeout,
         }
@@ -125,7 +128,8 @@ impl KubeCluster {
             self.jobs.wait_until_ready().await?;
             self.replication_controllers.wait_until_ready().await?;
             self.config_maps.wait_until_ready().await?;
-            self.namespaces.wait_until_ready().await
+            self.namespaces.wait_until_ready().await?;
+            self.hpas.wait_until_ready().await
         };
         match tokio::time::timeout(timeout, all_ready).await {
             Ok(Ok(())) => Ok(()),
@@ -161,6 +165,8 @@ impl KubeCluster {
             deployments: self.deployments.state(),
             config_maps: self.config_maps.state(),
             namespaces: self.namespaces.state(),
+            hpas: self.hpas.state(),
+            wpas: Vec::new(),
         }
     }
 }

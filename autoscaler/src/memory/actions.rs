@@ -160,6 +160,23 @@ impl MemoryCluster {
     }
 
     /// Creates or replaces the status ConfigMap.
+    /// Replaces an HPA's status (its `status` subresource).
+    pub fn update_hpa_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        let key = ObjectKey::new(namespace, name);
+        let Some(current) = self.hpas.get(&key) else {
+            return Err(PortError::NotFound { kind: "HorizontalPodAutoscaler".into(), name: key.to_string() });
+        };
+        let mut hpa = (**current).clone();
+        hpa.status = Some(status);
+        self.hpas.insert(key, Arc::new(hpa));
+        Ok(())
+    }
+
     pub fn write_status(&mut self, namespace: &str, name: &str, status_yaml: &str, last_updated: &str) {
         let key = ObjectKey::new(namespace, name);
         let mut config_map = match self.config_maps.get(&key) {

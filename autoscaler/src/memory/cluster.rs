@@ -202,6 +202,8 @@ impl MemoryCluster {
             deployments: self.deployments.list(),
             config_maps: self.config_maps.list(),
             namespaces: self.namespaces.list(),
+            hpas: self.hpas.list(),
+            wpas: Vec::new(),
         }
     }
 

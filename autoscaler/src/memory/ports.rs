@@ -82,6 +82,15 @@ impl ClusterActions for MemoryClusterHandle {
         self.lock().record_event(event);
         Ok(())
     }
+
+    async fn update_hpa_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        self.lock().update_hpa_status(namespace, name, status)
+    }
 }
 
 /// The virtual clock: reads the shared virtual time. `sleep` returns at once and moves

@@ -12,6 +12,8 @@ use k8s_openapi::jiff::Timestamp;
 use crate::config::duration::format_go_duration;
 use crate::config::{AutoscalingOptions, ConfigError, DecisionFlags};
 use crate::core::{CloudState, ClusterState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
+use crate::podscaling::{AutoscalerReport, PodScaling, anticipated_pods, target_from_view};
 use crate::providers;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -35,12 +37,25 @@ pub struct PlanArgs {
     #[arg(long = "now")]
     pub now: Option<String>,
 
+    /// Metrics API answers (`kubectl get --raw /apis/metrics.k8s.io/v1beta1/pods`, custom and
+    /// external metric lists) for the HPAs and WPAs of the snapshot. Repeatable.
+    #[arg(long = "metrics", action = clap::ArgAction::Append)]
+    pub metrics: Vec<String>,
+
     /// Seed for the expanders' random tie-breaks, for reproducible plans.
     #[arg(long = "random-seed")]
     pub random_seed: Option<u64>,
 
     #[command(flatten)]
     pub flags: DecisionFlags,
+}
+
+/// What `plan --output json` prints: the decision and the pod autoscalers' answers.
+#[derive(serde::Serialize)]
+pub struct PlanOutput {
+    #[serde(flatten)]
+    pub plan: crate::core::Plan,
+    pub hpa: Vec<AutoscalerReport>,
 }
 
 /// Errors of `plan`; all of them are bad input (exit code 2).
@@ -65,8 +80,9 @@ pub enum PlanError {
 /// Runs `plan` and returns the report.
 pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
     let mut view = ClusterView::default();
-    for source in &args.snapshot {
-        snapshot::load_into(&mut view, source)?;
+    let mut metric_lists = MetricLists::default();
+    for source in args.snapshot.iter().chain(&args.metrics) {
+        snapshot::load_into(&mut view, &mut metric_lists, source)?;
     }
     snapshot::normalize(&mut view);
     let options = AutoscalingOptions::from_flags(&args.flags)?;
@@ -89,16 +105,41 @@ pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
     let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options.node_group_defaults).await?;
     let state = ClusterState::observe(&view, &cloud, &options, now);
     let memory = LoopMemory::for_plan();
-    let input = DecisionInput { view: &view, cloud: &cloud, state: &state, options: &options, memory: &memory, now };
+    // The pod autoscalers run first in a loop (a freshly started controller's first
+    // reconcile); their scale-ups are anticipated by the node autoscaler's decision.
+    let mut pod_scaling = PodScaling::new(options.hpa.clone());
+    let metrics = FileMetrics { lists: &metric_lists, pods: &view.pods };
+    let autoscalers = pod_scaling.reconcile(&view, &|t| target_from_view(&view, t), &metrics, now);
+    let anticipated: Vec<_> = if options.hpa_aware_scale_up {
+        autoscalers
+            .iter()
+            .filter_map(|a| a.rescale.as_ref().filter(|r| r.to > a.current_replicas))
+            .flat_map(|r| anticipated_pods(r, now))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let input = DecisionInput {
+        view: &view,
+        cloud: &cloud,
+        state: &state,
+        options: &options,
+        memory: &memory,
+        now,
+        anticipated: &anticipated,
+    };
     let decision = decide(&input, &mut expander);
+    let output = PlanOutput { plan: decision.plan, hpa: autoscalers };
     Ok(match args.output {
         OutputFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&decision.plan).expect("plans serialize");
+            let mut s = serde_json::to_string_pretty(&output).expect("plans serialize");
             s.push('\n');
             s
         }
-        OutputFormat::Text => {
-            report::render(&decision.plan, &format_go_duration(options.node_group_defaults.scale_down_unneeded_time))
-        }
+        OutputFormat::Text => report::render(
+            &output.plan,
+            &output.hpa,
+            &format_go_duration(options.node_group_defaults.scale_down_unneeded_time),
+        ),
     })
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::core::plan::{Plan, ScaleUpResult};
+use crate::podscaling::AutoscalerReport;
 
 const LIST_LIMIT: usize = 8;
 
@@ -20,7 +21,7 @@ fn percent(v: f64) -> String {
     format!("{:.0}%", v * 100.0)
 }
 
-pub fn render(plan: &Plan, unneeded_time: &str) -> String {
+pub fn render(plan: &Plan, autoscalers: &[AutoscalerReport], unneeded_time: &str) -> String {
     let mut out = String::new();
     let c = &plan.cluster;
     let _ = writeln!(
@@ -52,6 +53,30 @@ pub fn render(plan: &Plan, unneeded_time: &str) -> String {
                 if g.healthy { "" } else { ", UNHEALTHY" },
                 g.template
             );
+        }
+    }
+
+    if !autoscalers.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Pod autoscalers:");
+        for a in autoscalers {
+            let change = if a.desired_replicas != a.current_replicas {
+                format!("scale {} -> {}", a.current_replicas, a.desired_replicas)
+            } else {
+                format!("stay at {}", a.current_replicas)
+            };
+            let _ = writeln!(
+                out,
+                "  {} {} ({}): {change}{}; metrics propose {}",
+                a.kind,
+                a.name,
+                a.target,
+                if a.dry_run { " (dry run: not applied)" } else { "" },
+                a.recommended_replicas
+            );
+            for e in a.events.iter().filter(|e| e.event_type == "Warning") {
+                let _ = writeln!(out, "    Warning {}: {}", e.reason, e.message);
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::core::ClusterView;
+use crate::podscaling::file_metrics::MetricLists;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -21,8 +22,8 @@ pub enum SnapshotError {
     Object { file: String, item: String, field: String, message: String },
 }
 
-/// Reads one snapshot source (`-` for stdin) into the view.
-pub fn load_into(view: &mut ClusterView, source: &str) -> Result<(), SnapshotError> {
+/// Reads one snapshot source (`-` for stdin) into the view (and metric lists into `metrics`).
+pub fn load_into(view: &mut ClusterView, metrics: &mut MetricLists, source: &str) -> Result<(), SnapshotError> {
     let text = if source == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -34,7 +35,7 @@ pub fn load_into(view: &mut ClusterView, source: &str) -> Result<(), SnapshotErr
             .map_err(|e| SnapshotError::Read { file: source.into(), source: e })?
     };
     let name = if source == "-" { "<stdin>" } else { source };
-    load_text(view, &text, name)
+    load_text_with_metrics(view, metrics, &text, name)
 }
 
 fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> {
@@ -53,7 +54,27 @@ fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> 
 
 /// Parses dump text and adds every object the autoscaler uses to the view.
 pub fn load_text(view: &mut ClusterView, text: &str, file: &str) -> Result<(), SnapshotError> {
+    load_text_with_metrics(view, &mut MetricLists::default(), text, file)
+}
+
+/// `load_text`, also collecting metrics API lists (`PodMetricsList`, `MetricValueList`,
+/// `ExternalMetricValueList`).
+pub fn load_text_with_metrics(
+    view: &mut ClusterView,
+    metrics: &mut MetricLists,
+    text: &str,
+    file: &str,
+) -> Result<(), SnapshotError> {
     for (d, doc) in parse_documents(text, file)?.into_iter().enumerate() {
+        let metrics_list = metrics.add(&doc).map_err(|message| SnapshotError::Object {
+            file: file.into(),
+            item: format!("document {} ({})", d + 1, doc.get("kind").and_then(Value::as_str).unwrap_or("?")),
+            field: "items".into(),
+            message,
+        })?;
+        if metrics_list {
+            continue;
+        }
         match doc {
             Value::Null => {}
             Value::Array(items) => {
@@ -118,6 +139,10 @@ fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) ->
         ("apps", "StatefulSet") => view.statefulsets.push(typed(obj, file, &item)?),
         ("apps", "Deployment") => view.deployments.push(typed(obj, file, &item)?),
         ("batch", "Job") => view.jobs.push(typed(obj, file, &item)?),
+        ("autoscaling", "HorizontalPodAutoscaler") if api_version == "autoscaling/v2" => {
+            view.hpas.push(typed(obj, file, &item)?)
+        }
+        ("datadoghq.com", "WatermarkPodAutoscaler") => view.wpas.push(typed(obj, file, &item)?),
         ("", "") if obj.get("metadata").is_none() => {
             return Err(SnapshotError::Object {
                 file: file.into(),

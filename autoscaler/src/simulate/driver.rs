@@ -227,6 +227,7 @@ pub async fn run_observed(
         actions: world.handle.clone(),
         clock: world.clock.clone(),
         expander,
+        metrics: None,
     });
     let groups: Vec<GroupInfo> = scenario
         .groups

@@ -30,6 +30,7 @@ async fn autoscaler_scales_up_for_pods_the_memory_scheduler_cannot_place_and_the
         options: &options,
         memory: &memory,
         now: c.now(),
+        anticipated: &[],
     };
     let mut expander = expander::Expander::with_seed(&options.expander, 1).unwrap();
     let plan = decide(&input, &mut expander).plan;

@@ -1,0 +1,259 @@
+//! Metric values from files, for `plan`: exactly what `kubectl get --raw` returns from the
+//! metrics APIs — `metrics.k8s.io` `PodMetricsList`, `custom.metrics.k8s.io` `MetricValueList`
+//! and `external.metrics.k8s.io` `ExternalMetricValueList`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, MetricIdentifier};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+use simulator::labels::Selector;
+use simulator::quantity::parse_milli;
+
+use crate::config::duration::parse_go_duration;
+use crate::hpa::{
+    ContainerUsage, MetricsError, MetricsSource, PodMetric, PodMetricsInfo, PodResourceMetric, PodResourceMetrics,
+};
+
+/// One `PodMetrics` item: container → resource → milli-units.
+#[derive(Clone, Debug)]
+struct PodUsage {
+    containers: Vec<(String, HashMap<String, i64>)>,
+    timestamp: Timestamp,
+    window: Duration,
+}
+
+#[derive(Clone, Debug)]
+struct CustomValue {
+    kind: String,
+    namespace: String,
+    name: String,
+    metric: String,
+    value: i64,
+    timestamp: Timestamp,
+    window: Duration,
+}
+
+#[derive(Clone, Debug)]
+struct ExternalValue {
+    /// The list's `metadata.namespace`; `None` applies to every namespace.
+    namespace: Option<String>,
+    metric: String,
+    labels: std::collections::BTreeMap<String, String>,
+    value: i64,
+}
+
+/// Metric lists read from files or dumps.
+#[derive(Clone, Debug, Default)]
+pub struct MetricLists {
+    pod_usage: HashMap<(String, String), PodUsage>,
+    custom: Vec<CustomValue>,
+    external: Vec<ExternalValue>,
+}
+
+fn time(v: &Value) -> Timestamp {
+    v.get("timestamp").and_then(Value::as_str).and_then(|t| t.parse().ok()).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+fn window(v: &Value) -> Duration {
+    v.get("window")
+        .and_then(Value::as_str)
+        .and_then(|w| parse_go_duration(w).ok())
+        .or_else(|| v.get("windowSeconds").and_then(Value::as_u64).map(Duration::from_secs))
+        .unwrap_or(Duration::from_secs(60))
+}
+
+fn milli(v: Option<&Value>, what: &str) -> Result<i64, String> {
+    let s = match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(format!("{what}: missing value")),
+    };
+    parse_milli(&s).map_err(|e| format!("{what}: {e}"))
+}
+
+impl MetricLists {
+    pub fn is_empty(&self) -> bool {
+        self.pod_usage.is_empty() && self.custom.is_empty() && self.external.is_empty()
+    }
+
+    /// Adds a metrics list document; returns false for documents of other kinds.
+    pub fn add(&mut self, doc: &Value) -> Result<bool, String> {
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+        let items = doc.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+        match kind {
+            "PodMetricsList" | "PodMetrics" => {
+                let items = if kind == "PodMetrics" { vec![doc.clone()] } else { items };
+                for (i, item) in items.iter().enumerate() {
+                    let meta = item.get("metadata");
+                    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+                    let namespace =
+                        meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("default").to_string();
+                    let mut containers = Vec::new();
+                    for c in item.get("containers").and_then(Value::as_array).into_iter().flatten() {
+                        let cname = c.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                        let mut usage = HashMap::new();
+                        for (resource, q) in c.get("usage").and_then(Value::as_object).into_iter().flatten() {
+                            usage.insert(
+                                resource.clone(),
+                                milli(Some(q), &format!("items[{i}].containers.usage.{resource}"))?,
+                            );
+                        }
+                        containers.push((cname, usage));
+                    }
+                    self.pod_usage.insert(
+                        (namespace, name),
+                        PodUsage { containers, timestamp: time(item), window: window(item) },
+                    );
+                }
+                Ok(true)
+            }
+            "MetricValueList" => {
+                for (i, item) in items.iter().enumerate() {
+                    let d = item.get("describedObject");
+                    let field = |k: &str| d.and_then(|d| d.get(k)).and_then(Value::as_str).unwrap_or("").to_string();
+                    self.custom.push(CustomValue {
+                        kind: field("kind"),
+                        namespace: if field("namespace").is_empty() { "default".into() } else { field("namespace") },
+                        name: field("name"),
+                        metric: item.get("metricName").and_then(Value::as_str).unwrap_or("").to_string(),
+                        value: milli(item.get("value"), &format!("items[{i}].value"))?,
+                        timestamp: time(item),
+                        window: window(item),
+                    });
+                }
+                Ok(true)
+            }
+            "ExternalMetricValueList" => {
+                let namespace = doc.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_string);
+                for (i, item) in items.iter().enumerate() {
+                    let labels = item
+                        .get("metricLabels")
+                        .and_then(Value::as_object)
+                        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+                        .unwrap_or_default();
+                    self.external.push(ExternalValue {
+                        namespace: namespace.clone(),
+                        metric: item.get("metricName").and_then(Value::as_str).unwrap_or("").to_string(),
+                        labels,
+                        value: milli(item.get("value"), &format!("items[{i}].value"))?,
+                    });
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// A `MetricsSource` answering from metric lists, selecting pods through the view's pods.
+pub struct FileMetrics<'a> {
+    pub lists: &'a MetricLists,
+    pub pods: &'a [Arc<Pod>],
+}
+
+impl FileMetrics<'_> {
+    fn selected<'p>(&'p self, namespace: &'p str, selector: &'p Selector) -> impl Iterator<Item = &'p Pod> + 'p {
+        self.pods.iter().map(|p| &**p).filter(move |p| {
+            p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+                && selector.matches(p.metadata.labels.as_ref())
+        })
+    }
+}
+
+impl MetricsSource for FileMetrics<'_> {
+    fn pod_resource_metrics(
+        &self,
+        namespace: &str,
+        selector: &Selector,
+        resource: &str,
+    ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
+        let mut out = PodResourceMetrics::new();
+        for pod in self.selected(namespace, selector) {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let Some(usage) = self.lists.pod_usage.get(&(namespace.to_string(), name.clone())) else { continue };
+            out.insert(
+                name,
+                PodResourceMetric {
+                    containers: usage
+                        .containers
+                        .iter()
+                        .map(|(c, u)| ContainerUsage { name: c.clone(), value: u.get(resource).copied() })
+                        .collect(),
+                    timestamp: usage.timestamp,
+                    window: usage.window,
+                },
+            );
+        }
+        if out.is_empty() {
+            return Err(MetricsError::new("no metrics returned from resource metrics API"));
+        }
+        Ok(Arc::new(out))
+    }
+
+    fn pods_metric(
+        &self,
+        namespace: &str,
+        metric: &MetricIdentifier,
+        selector: &Selector,
+    ) -> Result<Arc<PodMetricsInfo>, MetricsError> {
+        let names: Vec<String> = self.selected(namespace, selector).filter_map(|p| p.metadata.name.clone()).collect();
+        let mut out = PodMetricsInfo::new();
+        for v in &self.lists.custom {
+            if v.kind == "Pod" && v.namespace == namespace && v.metric == metric.name && names.contains(&v.name) {
+                out.insert(v.name.clone(), PodMetric { value: v.value, timestamp: v.timestamp, window: v.window });
+            }
+        }
+        if out.is_empty() {
+            return Err(MetricsError::new(format!(
+                "unable to fetch metrics from custom metrics API: no metric {} for the pods",
+                metric.name
+            )));
+        }
+        Ok(Arc::new(out))
+    }
+
+    fn object_metric(
+        &self,
+        namespace: &str,
+        metric: &MetricIdentifier,
+        object: &CrossVersionObjectReference,
+    ) -> Result<i64, MetricsError> {
+        self.lists
+            .custom
+            .iter()
+            .find(|v| {
+                v.kind == object.kind && v.name == object.name && v.namespace == namespace && v.metric == metric.name
+            })
+            .map(|v| v.value)
+            .ok_or_else(|| {
+                MetricsError::new(format!(
+                    "unable to fetch metrics from custom metrics API: no metric {} for {} {}",
+                    metric.name, object.kind, object.name
+                ))
+            })
+    }
+
+    fn external_metric(&self, namespace: &str, metric: &MetricIdentifier) -> Result<Vec<i64>, MetricsError> {
+        let selector = Selector::from_label_selector(metric.selector.as_ref()).clone();
+        let selector = if metric.selector.is_none() { Selector::everything() } else { selector };
+        let values: Vec<i64> = self
+            .lists
+            .external
+            .iter()
+            .filter(|v| v.metric == metric.name && v.namespace.as_deref().is_none_or(|n| n == namespace))
+            .filter(|v| selector.matches(Some(&v.labels)))
+            .map(|v| v.value)
+            .collect();
+        if values.is_empty() {
+            return Err(MetricsError::new(format!(
+                "unable to fetch metrics from external metrics API: no metric {}",
+                metric.name
+            )));
+        }
+        Ok(values)
+    }
+}

@@ -1,0 +1,315 @@
+//! The embedded pod autoscalers at work: every HorizontalPodAutoscaler and
+//! WatermarkPodAutoscaler of the view is reconciled (`hpa::reconcile_hpa`, `hpa::wpa::reconcile_wpa`)
+//! against its target's scale and pods, with what each controller remembers kept between syncs.
+//!
+//! HPA-aware scale-up: when a pod autoscaler raises a workload, the pods the workload will
+//! create are built from its pod template ([`anticipated_pods`]) and handed to the node
+//! autoscaler's decision in the same loop, instead of waiting for them to exist and be marked
+//! unschedulable.
+
+pub mod file_metrics;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+use simulator::labels::Selector;
+
+use crate::core::ClusterView;
+use crate::hpa::wpa::{WpaState, reconcile_wpa};
+use crate::hpa::{HpaConfig, HpaEvent, HpaState, MetricsSource, ScaleTarget as HpaScale, reconcile_hpa};
+use crate::ports::ScaleTarget;
+
+/// Annotation on pods the node autoscaler anticipates (they do not exist yet).
+pub const ANTICIPATED_ANNOTATION: &str = "cluster-autoscaler.rs/anticipated-by";
+
+/// A pod autoscaler's target as it stands now.
+#[derive(Clone, Debug)]
+pub struct TargetState {
+    pub target: ScaleTarget,
+    pub spec_replicas: i32,
+    pub status_replicas: i32,
+    pub selector: Option<Selector>,
+    /// The pod template, when the target is a workload we know (for anticipated pods).
+    pub template: Option<PodTemplateSpec>,
+}
+
+/// A known workload's scale, read from the view (Deployments, StatefulSets, ReplicaSets).
+pub fn target_from_view(view: &ClusterView, target: &ScaleTarget) -> Option<TargetState> {
+    let matches = |m: &ObjectMeta| {
+        m.name.as_deref() == Some(target.name.as_str())
+            && m.namespace.as_deref().unwrap_or("default") == target.namespace
+    };
+    let state = |spec_replicas: Option<i32>,
+                 status_replicas: Option<i32>,
+                 selector: &LabelSelector,
+                 template: &PodTemplateSpec| {
+        TargetState {
+            target: target.clone(),
+            spec_replicas: spec_replicas.unwrap_or(1),
+            status_replicas: status_replicas.unwrap_or(0),
+            selector: Some(Selector::from_label_selector(Some(selector))),
+            template: Some(template.clone()),
+        }
+    };
+    match target.kind.as_str() {
+        "Deployment" => view.deployments.iter().find(|d| matches(&d.metadata)).and_then(|d| {
+            let spec = d.spec.as_ref()?;
+            Some(state(spec.replicas, d.status.as_ref().and_then(|s| s.replicas), &spec.selector, &spec.template))
+        }),
+        "StatefulSet" => view.statefulsets.iter().find(|d| matches(&d.metadata)).and_then(|d| {
+            let spec = d.spec.as_ref()?;
+            Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), &spec.selector, &spec.template))
+        }),
+        "ReplicaSet" => view.replicasets.iter().find(|d| matches(&d.metadata)).and_then(|d| {
+            let spec = d.spec.as_ref()?;
+            let template = spec.template.clone().unwrap_or_default();
+            Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), &spec.selector, &template))
+        }),
+        _ => None,
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventSummary {
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub reason: String,
+    pub message: String,
+}
+
+fn events(list: &[HpaEvent]) -> Vec<EventSummary> {
+    list.iter()
+        .map(|e| EventSummary {
+            event_type: match e.type_ {
+                crate::hpa::EventType::Normal => "Normal".into(),
+                crate::hpa::EventType::Warning => "Warning".into(),
+            },
+            reason: e.reason.clone(),
+            message: e.message.clone(),
+        })
+        .collect()
+}
+
+/// One pod autoscaler's answer (the `hpa` section of `plan`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoscalerReport {
+    pub name: String,
+    pub kind: &'static str,
+    pub target: String,
+    pub current_replicas: i32,
+    pub recommended_replicas: i32,
+    pub desired_replicas: i32,
+    pub metrics: Vec<Value>,
+    pub conditions: Vec<Value>,
+    pub events: Vec<EventSummary>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// The scale change to apply, if any.
+    #[serde(skip)]
+    pub rescale: Option<Rescale>,
+    #[serde(skip)]
+    pub hpa_status: Option<HorizontalPodAutoscalerStatus>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Rescale {
+    pub target: TargetState,
+    pub to: i32,
+}
+
+/// What the pod autoscalers remember between syncs.
+#[derive(Debug, Default)]
+pub struct PodScaling {
+    pub config: HpaConfig,
+    hpa_states: BTreeMap<String, HpaState>,
+    wpa_states: BTreeMap<String, WpaState>,
+}
+
+fn key(meta: &ObjectMeta) -> String {
+    format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref().unwrap_or(""))
+}
+
+fn selected_pods(view: &ClusterView, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
+    let Some(selector) = selector else { return Vec::new() };
+    view.pods
+        .iter()
+        .filter(|p| {
+            p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+                && selector.matches(p.metadata.labels.as_ref())
+        })
+        .cloned()
+        .collect()
+}
+
+impl PodScaling {
+    pub fn new(config: HpaConfig) -> Self {
+        PodScaling { config, ..Default::default() }
+    }
+
+    /// Reconciles every pod autoscaler of the view. `target` resolves a scale target (from the
+    /// view, or the `/scale` subresource for other kinds).
+    pub fn reconcile(
+        &mut self,
+        view: &ClusterView,
+        target: &dyn Fn(&ScaleTarget) -> Option<TargetState>,
+        metrics: &dyn MetricsSource,
+        now: Timestamp,
+    ) -> Vec<AutoscalerReport> {
+        let mut out = Vec::new();
+        for hpa in &view.hpas {
+            let name = key(&hpa.metadata);
+            let namespace = hpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let Some(spec) = hpa.spec.as_ref() else { continue };
+            let reference = &spec.scale_target_ref;
+            let wanted = ScaleTarget {
+                api_version: reference.api_version.clone().unwrap_or_else(|| "apps/v1".into()),
+                kind: reference.kind.clone(),
+                namespace: namespace.clone(),
+                name: reference.name.clone(),
+            };
+            let Some(t) = target(&wanted) else { continue };
+            let pods = selected_pods(view, &namespace, t.selector.as_ref());
+            let scale = HpaScale {
+                spec_replicas: t.spec_replicas,
+                status_replicas: t.status_replicas,
+                selector: t.selector.clone(),
+            };
+            let state = self.hpa_states.entry(name.clone()).or_default();
+            let decision = reconcile_hpa(hpa, &scale, &pods, metrics, &self.config, state, now);
+            let status = decision.status(hpa.status.as_ref(), now);
+            out.push(AutoscalerReport {
+                name,
+                kind: "HorizontalPodAutoscaler",
+                target: format!("{}/{}", reference.kind, reference.name),
+                current_replicas: decision.current_replicas,
+                recommended_replicas: decision.recommended_replicas,
+                desired_replicas: decision.desired_replicas,
+                metrics: decision.metrics.iter().map(|m| serde_json::to_value(m).unwrap_or_default()).collect(),
+                conditions: decision.conditions.iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect(),
+                events: events(&decision.events),
+                dry_run: false,
+                rescale: decision.rescale.then(|| Rescale { target: t.clone(), to: decision.desired_replicas }),
+                hpa_status: Some(status),
+            });
+        }
+        for wpa in &view.wpas {
+            let name = key(&wpa.metadata);
+            let namespace = wpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let reference = &wpa.spec.scale_target_ref;
+            let wanted = ScaleTarget {
+                api_version: if reference.api_version.is_empty() {
+                    "apps/v1".into()
+                } else {
+                    reference.api_version.clone()
+                },
+                kind: reference.kind.clone(),
+                namespace: namespace.clone(),
+                name: reference.name.clone(),
+            };
+            let Some(t) = target(&wanted) else { continue };
+            let pods = selected_pods(view, &namespace, t.selector.as_ref());
+            let scale = HpaScale {
+                spec_replicas: t.spec_replicas,
+                status_replicas: t.status_replicas,
+                selector: t.selector.clone(),
+            };
+            let state = self.wpa_states.entry(name.clone()).or_insert_with(|| WpaState::from_object(wpa));
+            let decision = reconcile_wpa(wpa, &scale, &pods, metrics, state, now);
+            out.push(AutoscalerReport {
+                name,
+                kind: "WatermarkPodAutoscaler",
+                target: format!("{}/{}", reference.kind, reference.name),
+                current_replicas: decision.current_replicas,
+                recommended_replicas: decision.proposed_replicas,
+                desired_replicas: decision.desired_replicas,
+                metrics: decision
+                    .status
+                    .current_metrics
+                    .iter()
+                    .map(|m| serde_json::to_value(m).unwrap_or_default())
+                    .collect(),
+                conditions: decision
+                    .status
+                    .conditions
+                    .iter()
+                    .map(|c| serde_json::to_value(c).unwrap_or_default())
+                    .collect(),
+                events: events(&decision.events),
+                dry_run: decision.dry_run,
+                rescale: decision.applies().then(|| Rescale { target: t.clone(), to: decision.desired_replicas }),
+                hpa_status: None,
+            });
+        }
+        out
+    }
+
+    /// The scale update of `name` failed: the controller's memory is rolled back as upstream's.
+    pub fn rescale_failed(&mut self, name: &str) {
+        if let Some(state) = self.hpa_states.get_mut(name) {
+            state.forget_last_scale_event();
+        }
+    }
+
+    /// Forgets autoscalers that no longer exist.
+    pub fn retain(&mut self, view: &ClusterView) {
+        let hpas: Vec<String> = view.hpas.iter().map(|h| key(&h.metadata)).collect();
+        let wpa_keys: Vec<String> = view.wpas.iter().map(|w| key(&w.metadata)).collect();
+        self.hpa_states.retain(|k, _| hpas.contains(k));
+        self.wpa_states.retain(|k, _| wpa_keys.contains(k));
+    }
+}
+
+/// The pods a scale-up of `rescale` will create, as pending pods built from the target's pod
+/// template (empty for a scale-down or a target without a known template).
+pub fn anticipated_pods(rescale: &Rescale, now: Timestamp) -> Vec<Arc<Pod>> {
+    let t = &rescale.target;
+    let Some(template) = &t.template else { return Vec::new() };
+    let existing = t.spec_replicas.max(t.status_replicas);
+    let count = (rescale.to - existing).max(0);
+    let owner = OwnerReference {
+        api_version: t.target.api_version.clone(),
+        kind: t.target.kind.clone(),
+        name: t.target.name.clone(),
+        uid: format!("anticipated-{}-{}-{}", t.target.kind, t.target.namespace, t.target.name),
+        controller: Some(true),
+        ..Default::default()
+    };
+    let meta = template.metadata.clone().unwrap_or_default();
+    (0..count)
+        .map(|i| {
+            let mut annotations = meta.annotations.clone().unwrap_or_default();
+            annotations.insert(ANTICIPATED_ANNOTATION.into(), format!("{}/{}", t.target.kind, t.target.name));
+            Arc::new(Pod {
+                metadata: ObjectMeta {
+                    name: Some(format!("{}-anticipated-{i}", t.target.name)),
+                    namespace: Some(t.target.namespace.clone()),
+                    uid: Some(format!("anticipated-{}-{}-{i}", t.target.namespace, t.target.name)),
+                    labels: meta.labels.clone(),
+                    annotations: Some(annotations),
+                    owner_references: Some(vec![owner.clone()]),
+                    creation_timestamp: Some(Time(now)),
+                    ..Default::default()
+                },
+                spec: template.spec.clone(),
+                status: Some(PodStatus {
+                    phase: Some("Pending".into()),
+                    conditions: Some(vec![PodCondition {
+                        type_: "PodScheduled".into(),
+                        status: "False".into(),
+                        reason: Some("Unschedulable".into()),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+            })
+        })
+        .collect()
+}
