@@ -150,7 +150,7 @@ impl Selector {
             let req = if let Some(key) = part.strip_prefix('!') {
                 Requirement::DoesNotExist(key.trim().to_string())
             } else if words.len() >= 2 && (words[1] == "in" || words[1] == "notin") {
-                let list = part.splitn(2, words[1]).nth(1).unwrap_or("");
+                let list = part.split_once(words[1]).map_or("", |x| x.1);
                 let key = words[0].to_string();
                 let mut vs = values(list)?;
                 vs.sort();
