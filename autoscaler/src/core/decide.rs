@@ -65,8 +65,9 @@ fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
     options.allowed_scheduler_names.iter().any(|n| n == name)
 }
 
-/// Upstream's young-pod filter: pods younger than `--new-pod-scale-up-delay`, or than their
-/// `pod-scale-up-delay` annotation when that is longer, wait.
+/// Upstream's young-pod filter: a pod is considered only once its age is strictly greater than
+/// `--new-pod-scale-up-delay`, or than its `pod-scale-up-delay` annotation when that is longer.
+/// So a pod exactly as old as the delay (or created "now", with no delay) still waits.
 fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> bool {
     let mut delay = options.new_pod_scale_up_delay;
     if let Some(d) = pod.annotation(POD_SCALE_UP_DELAY).and_then(|v| parse_go_duration(v).ok())
@@ -74,11 +75,10 @@ fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> boo
     {
         delay = d;
     }
-    if delay.is_zero() {
-        return false;
-    }
-    let created = pod.pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    created.is_some_and(|c| now.duration_since(c).unsigned_abs() < delay && c <= now)
+    let Some(created) = pod.pod.metadata.creation_timestamp.as_ref().map(|t| t.0) else { return false };
+    let age = now.duration_since(created);
+    // A creation time in the future (clock skew) is a negative age: young.
+    age.is_negative() || age.unsigned_abs() <= delay
 }
 
 /// Upstream waits one loop when every pending pod is very new (< 2s; GPU pods < 30s), expecting
