@@ -1,0 +1,481 @@
+//! End-to-end tests of `plan`'s scale-up decisions, one per upstream rule.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// `n` pending pods of the ReplicaSet `default/<rs>`, each requesting `cpu` / `memory`.
+fn pending_pods(rs: &str, n: usize, cpu: &str, memory: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            unschedulable(owned_by(
+                pod("default", &format!("{rs}-{i}"), cpu, memory).label("app", rs),
+                "ReplicaSet",
+                rs,
+            ))
+        })
+        .collect()
+}
+
+fn with(mut objects: Vec<Value>, more: impl IntoIterator<Item = Value>) -> Vec<Value> {
+    objects.extend(more);
+    objects
+}
+
+/// A group whose one node is full: nothing pending fits on existing nodes.
+fn full_node(group: &str, name: &str) -> Vec<Value> {
+    vec![
+        node(group, name, "4", "16Gi"),
+        replicaset("default", "filler", 1),
+        running_on(
+            owned_by(
+                pod("default", &format!("filler-{name}"), "4", "16Gi").label("app", "filler"),
+                "ReplicaSet",
+                "filler",
+            ),
+            name,
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which group
+
+#[test]
+fn pending_pod_scales_up_the_group_whose_template_fits() {
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "3", "4Gi"));
+    let plan = plan(&objects, &[group("small", 0, 10, "2", "8Gi"), group("large", 0, 10, "8", "32Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "Successful", "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("large", 1)]);
+    assert_eq!(pods_triggered(&plan), vec!["default/web-0"]);
+}
+
+#[test]
+fn pods_fit_existing_nodes_trigger_no_scale_up() {
+    let objects =
+        with(vec![node("g", "g-1", "4", "16Gi"), replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert!(increases(&plan).is_empty());
+    assert_eq!(pods_fit_existing(&plan), vec!["default/web-0"]);
+}
+
+#[test]
+fn pods_fit_existing_nodes_consume_the_capacity_they_take() {
+    // Room for one 3-cpu pod on the existing node: the second one needs a new node.
+    let objects =
+        with(vec![node("g", "g-1", "4", "16Gi"), replicaset("default", "web", 2)], pending_pods("web", 2, "3", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(pods_fit_existing(&plan).len(), 1, "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("g", 1)]);
+}
+
+#[test]
+fn scale_from_zero_uses_the_cloud_config_template() {
+    let objects = with(vec![replicaset("default", "web", 3)], pending_pods("web", 3, "1500m", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    // Two 1.5-cpu pods per 4-cpu node.
+    assert_eq!(increases(&plan), vec![inc("g", 2)], "{plan:#}");
+    let summary = &plan["cluster"]["nodeGroups"][0];
+    assert_eq!(summary["template"], "cloud provider");
+}
+
+#[test]
+fn group_without_template_or_nodes_is_not_ready_for_scale_up() {
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let bare = json!({"id": "bare", "minSize": 0, "maxSize": 5, "nodeSelector": {"pool": "bare"}});
+    let plan = plan(&objects, &[bare], &[]);
+    assert_eq!(scale_up_result(&plan), "NoOptionsAvailable", "{plan:#}");
+    assert_eq!(skipped_reasons(&plan, "bare"), vec!["not ready for scale-up"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expanders
+
+/// Groups `lean` (4 cpu / 16 GiB) and `roomy` (16 cpu / 64 GiB) both fit a 3-cpu / 12-GiB pod;
+/// `lean` wastes less.
+fn lean_and_roomy() -> (Vec<Value>, Vec<Value>) {
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "3", "12Gi"));
+    (objects, vec![group("roomy", 0, 10, "16", "64Gi"), group("lean", 0, 10, "4", "16Gi")])
+}
+
+#[test]
+fn least_waste_is_the_default_expander() {
+    let (objects, groups) = lean_and_roomy();
+    let plan = plan(&objects, &groups, &[]);
+    assert_eq!(plan["scaleUp"]["chosenOption"], "lean", "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("lean", 1)]);
+}
+
+#[test]
+fn most_pods_expander_picks_the_option_scheduling_most_pods() {
+    // `big` (label disk=ssd) takes all three pods on one node, `small` only the plain one; least-waste
+    // would pick `small`.
+    let mut objects = vec![replicaset("default", "plain", 1), replicaset("default", "ssd", 2)];
+    objects.extend(pending_pods("plain", 1, "1", "1Gi"));
+    objects.extend(pending_pods("ssd", 2, "1", "1Gi").into_iter().map(|p| with_node_selector(p, "disk", "ssd")));
+    let groups = [template_label(group("big", 0, 10, "16", "64Gi"), "disk", "ssd"), group("small", 0, 10, "2", "8Gi")];
+    let least_waste = plan(&objects, &groups, &[]);
+    assert_eq!(least_waste["scaleUp"]["chosenOption"], "small", "{least_waste:#}");
+    let most_pods = plan(&objects, &groups, &["--expander=most-pods"]);
+    assert_eq!(most_pods["scaleUp"]["chosenOption"], "big", "{most_pods:#}");
+    assert_eq!(pods_triggered(&most_pods).len(), 3);
+}
+
+#[test]
+fn least_nodes_expander_picks_the_option_with_fewest_nodes() {
+    // Four 2-cpu pods: `two` needs 2 nodes (no waste), `one` needs 1 node but wastes memory.
+    let objects = with(vec![replicaset("default", "web", 4)], pending_pods("web", 4, "2", "2Gi"));
+    let groups = [group("two", 0, 10, "4", "8Gi"), group("one", 0, 10, "8", "32Gi")];
+    let least_waste = plan(&objects, &groups, &[]);
+    assert_eq!(increases(&least_waste), vec![inc("two", 2)], "{least_waste:#}");
+    let least_nodes = plan(&objects, &groups, &["--expander=least-nodes"]);
+    assert_eq!(increases(&least_nodes), vec![inc("one", 1)], "{least_nodes:#}");
+}
+
+#[test]
+fn price_expander_picks_the_cheaper_group() {
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let dear = group("dear", 0, 10, "2", "8Gi").set("pricePerHour", json!(0.20));
+    let cheap = group("cheap", 0, 10, "2", "8Gi").set("pricePerHour", json!(0.10));
+    for groups in [[dear.clone(), cheap.clone()], [cheap.clone(), dear.clone()]] {
+        let plan = plan(&objects, &groups, &["--expander=price"]);
+        assert_eq!(increases(&plan), vec![inc("cheap", 1)], "{plan:#}");
+    }
+}
+
+#[test]
+fn priority_expander_picks_the_highest_priority_group() {
+    let (mut objects, groups) = lean_and_roomy();
+    objects.push(priority_config_map("10:\n  - lean\n50:\n  - roo.*\n"));
+    let plan = plan(&objects, &groups, &["--expander=priority"]);
+    assert_eq!(increases(&plan), vec![inc("roomy", 1)], "{plan:#}");
+}
+
+#[test]
+fn priority_expander_regexes_match_substrings_of_group_ids() {
+    let (mut objects, groups) = lean_and_roomy();
+    objects.push(priority_config_map("10:\n  - ea\n20:\n  - oom\n"));
+    let plan = plan(&objects, &groups, &["--expander=priority"]);
+    assert_eq!(increases(&plan), vec![inc("roomy", 1)], "{plan:#}");
+}
+
+#[test]
+fn priority_expander_with_invalid_config_passes_all_options_on() {
+    let (mut objects, groups) = lean_and_roomy();
+    objects.push(priority_config_map("this is: [not, a priority map"));
+    let plan = plan(&objects, &groups, &["--expander=priority,least-waste"]);
+    assert_eq!(increases(&plan), vec![inc("lean", 1)], "{plan:#}");
+    let events = plan["scaleUp"]["expanderEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["reason"] == "PriorityConfigMapInvalid"), "{plan:#}");
+}
+
+#[test]
+fn priority_expander_without_config_map_passes_all_options_on() {
+    let (objects, groups) = lean_and_roomy();
+    let plan = plan(&objects, &groups, &["--expander=priority,least-waste"]);
+    assert_eq!(increases(&plan), vec![inc("lean", 1)], "{plan:#}");
+}
+
+#[test]
+fn expander_chain_priority_then_least_waste_breaks_priority_ties_by_waste() {
+    // `high-roomy` and `high-lean` share the top priority; least-waste picks `high-lean`. `low-lean`
+    // wastes as little but has the lower priority.
+    let objects = with(
+        vec![replicaset("default", "web", 1), priority_config_map("10:\n  - ^low-.*\n50:\n  - ^high-.*\n")],
+        pending_pods("web", 1, "3", "12Gi"),
+    );
+    let groups = [
+        group("low-lean", 0, 10, "4", "16Gi"),
+        group("high-roomy", 0, 10, "16", "64Gi"),
+        group("high-lean", 0, 10, "4", "16Gi"),
+    ];
+    let plan = plan(&objects, &groups, &["--expander=priority,least-waste"]);
+    assert_eq!(increases(&plan), vec![inc("high-lean", 1)], "{plan:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Balancing
+
+/// A group selected by providerID only, so that its template carries just `pool=shared` and a zone.
+fn zonal_group(id: &str, zone: &str, cpu: &str) -> Value {
+    json!({
+        "id": id, "minSize": 0, "maxSize": 10,
+        "providerIDPrefix": format!("static://{id}/"),
+        "template": {
+            "metadata": {"labels": {"pool": "shared", "topology.kubernetes.io/zone": zone}},
+            "status": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"}}
+        }
+    })
+}
+
+#[test]
+fn balance_similar_node_groups_splits_the_scale_up() {
+    let objects = with(vec![replicaset("default", "web", 4)], pending_pods("web", 4, "3", "1Gi"));
+    let groups = [zonal_group("zone-a", "a", "4"), zonal_group("zone-b", "b", "4")];
+    let plan = plan(&objects, &groups, &["--balance-similar-node-groups"]);
+    let mut got = increases(&plan);
+    got.sort();
+    assert_eq!(got, vec![inc("zone-a", 2), inc("zone-b", 2)], "{plan:#}");
+}
+
+#[test]
+fn without_balancing_one_group_takes_the_whole_scale_up() {
+    let objects = with(vec![replicaset("default", "web", 4)], pending_pods("web", 4, "3", "1Gi"));
+    let groups = [zonal_group("zone-a", "a", "4"), zonal_group("zone-b", "b", "4")];
+    let plan = plan(&objects, &groups, &[]);
+    let got = increases(&plan);
+    assert_eq!(got.len(), 1, "{plan:#}");
+    assert_eq!(got[0].1, 4);
+}
+
+#[test]
+fn balancing_does_not_split_across_dissimilar_groups() {
+    let objects = with(vec![replicaset("default", "web", 4)], pending_pods("web", 4, "3", "1Gi"));
+    // Different cpu capacity: not similar.
+    let groups = [zonal_group("zone-a", "a", "4"), zonal_group("zone-b", "b", "5")];
+    let plan = plan(&objects, &groups, &["--balance-similar-node-groups"]);
+    let got = increases(&plan);
+    assert_eq!(got.len(), 1, "{plan:#}");
+    assert_eq!(got[0].1, 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling constraints on templates
+
+#[test]
+fn node_selector_picks_the_matching_group() {
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| with_node_selector(p, "pool", "b")),
+    );
+    let plan = plan(&objects, &[group("a", 0, 10, "4", "16Gi"), group("b", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("b", 1)], "{plan:#}");
+}
+
+#[test]
+fn node_selector_matching_no_group_leaves_the_pod_pending_with_the_reason() {
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| with_node_selector(p, "pool", "nowhere")),
+    );
+    let plan = plan(&objects, &[group("a", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NoOptionsAvailable", "{plan:#}");
+    let reasons = remain_unschedulable(&plan, "default/web-0").expect("pod stays pending");
+    assert_eq!(reasons, vec!["node(s) didn't match Pod's node affinity/selector"]);
+}
+
+#[test]
+fn tainted_template_needs_a_toleration() {
+    let groups = [template_taint(group("ml", 0, 10, "4", "16Gi"), "dedicated", "ml", "NoSchedule")];
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let plan1 = plan(&objects, &groups, &[]);
+    assert!(increases(&plan1).is_empty(), "{plan1:#}");
+    let reasons = remain_unschedulable(&plan1, "default/web-0").expect("pod stays pending");
+    assert!(reasons.iter().any(|r| r.contains("untolerated taint")), "{reasons:?}");
+
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| tolerating(p, "dedicated", "ml", "NoSchedule")),
+    );
+    let plan2 = plan(&objects, &groups, &[]);
+    assert_eq!(increases(&plan2), vec![inc("ml", 1)], "{plan2:#}");
+}
+
+#[test]
+fn gpu_request_scales_up_the_gpu_group() {
+    let gpu = template_resource(group("gpu", 0, 4, "8", "32Gi"), "nvidia.com/gpu", "2");
+    let groups = [group("cpu", 0, 10, "8", "32Gi"), gpu];
+    let objects = with(
+        vec![replicaset("default", "train", 1)],
+        pending_pods("train", 1, "1", "1Gi").into_iter().map(|p| with_request(p, "nvidia.com/gpu", "1")),
+    );
+    let plan = plan(&objects, &groups, &[]);
+    assert_eq!(increases(&plan), vec![inc("gpu", 1)], "{plan:#}");
+}
+
+#[test]
+fn gpu_request_no_template_offers_stays_pending() {
+    let objects = with(
+        vec![replicaset("default", "train", 1)],
+        pending_pods("train", 1, "1", "1Gi").into_iter().map(|p| with_request(p, "nvidia.com/gpu", "1")),
+    );
+    let plan = plan(&objects, &[group("cpu", 0, 10, "8", "32Gi")], &[]);
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+    let reasons = remain_unschedulable(&plan, "default/train-0").expect("pod stays pending");
+    assert_eq!(reasons, vec!["Insufficient nvidia.com/gpu"]);
+}
+
+#[test]
+fn daemonsets_are_part_of_scale_from_zero_templates() {
+    // The DaemonSet takes 3 of the template's 4 cpus: a 2-cpu pod no longer fits a new node.
+    let objects = with(
+        vec![replicaset("default", "web", 1), daemonset("kube-system", "agent", "3", "1Gi")],
+        pending_pods("web", 1, "2", "1Gi"),
+    );
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+    let reasons = remain_unschedulable(&plan, "default/web-0").expect("pod stays pending");
+    assert_eq!(reasons, vec!["Insufficient cpu"]);
+}
+
+#[test]
+fn daemonset_pods_of_the_template_node_count_against_new_nodes() {
+    // The template comes from g-1, whose DaemonSet pod takes 3 of its 4 cpus.
+    let objects = vec![
+        node("g", "g-1", "4", "16Gi"),
+        daemonset("kube-system", "agent", "3", "1Gi"),
+        daemonset_pod("kube-system", "agent", "g-1", "3", "1Gi"),
+        replicaset("default", "web", 1),
+        pending_pods("web", 1, "2", "1Gi").remove(0),
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["template"], "node g-1");
+    let reasons = remain_unschedulable(&plan, "default/web-0").expect("pod stays pending");
+    assert_eq!(reasons, vec!["Insufficient cpu"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods that never trigger scale-up
+
+#[test]
+fn expendable_pods_never_trigger_scale_up() {
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| with_priority(p, -20)),
+    );
+    let groups = [group("g", 0, 10, "4", "16Gi")];
+    let plan1 = plan(&objects, &groups, &[]);
+    assert_eq!(scale_up_result(&plan1), "NotNeeded", "{plan1:#}");
+    assert!(pod_ignored(&plan1, "default/web-0").is_some());
+    let plan2 = plan(&objects, &groups, &["--expendable-pods-priority-cutoff=-30"]);
+    assert_eq!(increases(&plan2), vec![inc("g", 1)], "{plan2:#}");
+}
+
+#[test]
+fn pod_at_the_expendable_cutoff_is_not_expendable() {
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| with_priority(p, -10)),
+    );
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+}
+
+#[test]
+fn daemonset_pods_never_trigger_scale_up() {
+    let objects = vec![
+        daemonset("kube-system", "agent", "1", "1Gi"),
+        unschedulable(owned_by(pod("kube-system", "agent-x", "1", "1Gi").label("app", "agent"), "DaemonSet", "agent")),
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert!(pod_ignored(&plan, "kube-system/agent-x").is_some(), "{plan:#}");
+}
+
+#[test]
+fn pods_not_marked_unschedulable_are_left_to_the_scheduler() {
+    // Pending without a PodScheduled=False/Unschedulable condition: the scheduler has not tried yet.
+    let mut p = owned_by(pod("default", "web-0", "1", "1Gi"), "ReplicaSet", "web");
+    p = p.set("status", json!({"phase": "Pending"}));
+    let plan = plan(&[replicaset("default", "web", 1), p], &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+/// Two minutes before NOW minus `secs` seconds... i.e. a pod created `secs` seconds before NOW.
+fn created_secs_before_now(secs: u32) -> String {
+    let total = 12 * 3600 - secs;
+    format!("2026-11-21T{:02}:{:02}:{:02}Z", total / 3600, total % 3600 / 60, total % 60)
+}
+
+fn young_pod(age_secs: u32) -> Vec<Value> {
+    let p = pending_pods("web", 1, "1", "1Gi").remove(0).created(&created_secs_before_now(age_secs));
+    vec![replicaset("default", "web", 1), p]
+}
+
+#[test]
+fn new_pod_scale_up_delay_ignores_younger_pods() {
+    let groups = [group("g", 0, 10, "4", "16Gi")];
+    let plan1 = plan(&young_pod(30), &groups, &["--new-pod-scale-up-delay=1m"]);
+    assert_eq!(scale_up_result(&plan1), "NotNeeded", "{plan1:#}");
+    assert!(pod_ignored(&plan1, "default/web-0").is_some());
+    let plan2 = plan(&young_pod(90), &groups, &["--new-pod-scale-up-delay=1m"]);
+    assert_eq!(increases(&plan2), vec![inc("g", 1)], "{plan2:#}");
+}
+
+#[test]
+fn pod_exactly_as_old_as_the_scale_up_delay_still_waits() {
+    // Upstream considers a pod only when its age is strictly greater than the delay.
+    let plan = plan(&young_pod(60), &[group("g", 0, 10, "4", "16Gi")], &["--new-pod-scale-up-delay=1m"]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert!(pod_ignored(&plan, "default/web-0").is_some(), "{plan:#}");
+}
+
+#[test]
+fn pod_scale_up_delay_annotation_lengthens_the_delay() {
+    let mut objects = young_pod(300);
+    objects[1] = objects[1].clone().annotate("cluster-autoscaler.kubernetes.io/pod-scale-up-delay", "600s");
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert!(pod_ignored(&plan, "default/web-0").is_some(), "{plan:#}");
+}
+
+#[test]
+fn pod_scale_up_delay_annotation_cannot_shorten_the_delay() {
+    let mut objects = young_pod(30);
+    objects[1] = objects[1].clone().annotate("cluster-autoscaler.kubernetes.io/pod-scale-up-delay", "10s");
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &["--new-pod-scale-up-delay=1m"]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert!(pod_ignored(&plan, "default/web-0").is_some(), "{plan:#}");
+}
+
+#[test]
+fn pods_younger_than_two_seconds_put_scale_up_in_cooldown() {
+    let plan = plan(&young_pod(1), &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "InCooldown", "{plan:#}");
+    assert!(increases(&plan).is_empty());
+    // Scale-down is skipped in that loop too.
+    assert_eq!(plan["scaleDown"]["status"], "InCooldown", "{plan:#}");
+}
+
+#[test]
+fn gpu_pods_younger_than_thirty_seconds_put_scale_up_in_cooldown() {
+    let gpu = template_resource(group("gpu", 0, 4, "8", "32Gi"), "nvidia.com/gpu", "2");
+    let mut objects = young_pod(20);
+    objects[1] = with_request(objects[1].clone(), "nvidia.com/gpu", "1");
+    let plan1 = plan(&objects, std::slice::from_ref(&gpu), &[]);
+    assert_eq!(scale_up_result(&plan1), "InCooldown", "{plan1:#}");
+    let mut objects = young_pod(40);
+    objects[1] = with_request(objects[1].clone(), "nvidia.com/gpu", "1");
+    let plan2 = plan(&objects, &[gpu], &[]);
+    assert_eq!(increases(&plan2), vec![inc("gpu", 1)], "{plan2:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group sizes
+
+#[test]
+fn upcoming_nodes_absorb_pending_pods() {
+    // Target 3 with one registered node: two nodes are on their way and take the pods.
+    let g = group("g", 0, 10, "4", "16Gi").set("targetSize", json!(3));
+    let mut objects = full_node("g", "g-1");
+    objects.push(replicaset("default", "web", 2));
+    objects.extend(pending_pods("web", 2, "3", "1Gi"));
+    let plan = plan(&objects, &[g], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert_eq!(pods_fit_existing(&plan).len(), 2);
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["upcoming"], 2);
+}
+
+#[test]
+fn zero_or_max_group_scales_straight_to_max() {
+    let g = group_option(group("slice", 0, 4, "4", "16Gi"), "zeroOrMaxNodeScaling", json!(true));
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let plan = plan(&objects, &[g], &[]);
+    assert_eq!(increases(&plan), vec![inc("slice", 4)], "{plan:#}");
+}
