@@ -101,6 +101,8 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
     let mut scheduled: Vec<Arc<PodInfo>> = Vec::new();
     let mut pending: Vec<Arc<PodInfo>> = Vec::new();
+    // Pending pods the scheduler nominated to an existing node: they wait there for preemption.
+    let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
     let mut ignored: BTreeMap<String, String> = BTreeMap::new();
     for pod in &view.pods {
         let unschedulable = is_unschedulable(pod);
@@ -121,8 +123,18 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             }
             continue;
         }
+        let nominated_to = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .filter(|n| !n.is_empty() && node_names.contains(n));
         if bound_to.is_some() {
             scheduled.push(info);
+        } else if let Some(node) = nominated_to {
+            // Upstream ignores such pods for scale-up and counts them on the nominated node as
+            // if the preemption were done.
+            ignored.insert(info.key.to_string(), format!("waiting for preemption on its nominated node {node}"));
+            nominated.push((info, node.to_string()));
         } else if !scheduler_allowed(pod, options) {
             ignored.insert(info.key.to_string(), "scheduler not in --allowed-scheduler-names".into());
         } else {
@@ -168,6 +180,12 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
                 upcoming.insert(id);
                 upcoming_count += 1;
             }
+        }
+    }
+    for (pod, node) in nominated {
+        // Forced, without predicates: the preempted pods are still on the node.
+        if let Some(id) = snapshot.node_id(&node) {
+            let _ = snapshot.add_pod(pod, id);
         }
     }
     let registered = view.nodes.len();
