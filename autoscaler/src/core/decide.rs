@@ -189,6 +189,9 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
     }
     let registered = view.nodes.len();
+    // What upstream compares with --max-nodes-total: the snapshot's nodes, i.e. registered nodes
+    // with starting ones replaced by their upcoming stand-ins (so each is counted once).
+    let snapshot_node_count = snapshot.node_count();
 
     // Scale-up.
     let mut scale_up = if !state.healthy {
@@ -231,7 +234,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
                 priority_config: view.priority_expander_config(&options.namespace),
                 priority_config_map_exists: view.priority_expander_config_map(&options.namespace).is_some(),
                 now,
-                current_node_count: registered + upcoming_count,
+                current_node_count: snapshot_node_count,
                 registered_nodes: registered,
                 unmanaged_capacity,
             };
