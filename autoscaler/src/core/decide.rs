@@ -19,7 +19,7 @@ use super::readiness::Readiness;
 use super::scale_down::{ScaleDownContext, plan_scale_down};
 use super::scale_up::filter::filter_out_schedulable;
 use super::scale_up::limits::node_delta;
-use super::scale_up::{ScaleUpContext, plan_scale_up};
+use super::scale_up::{ScaleUpContext, plan_min_size_scale_up, plan_scale_up};
 use super::templates::{TemplateSource, build_templates};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
@@ -171,14 +171,12 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     }
     let templates = build_templates(view, cloud, state, &pods_by_node, options, now);
     let mut upcoming = NodeSet::new();
-    let mut upcoming_count = 0usize;
     for group in &cloud.groups {
         let n = state.group(&group.id).map_or(0, |g| g.upcoming);
         let Some(t) = templates.get(&group.id) else { continue };
         for i in 0..n {
             if let Ok(id) = snapshot.add_node_info(t.node_info.renamed_copy(&format!("upcoming-{i}"))) {
                 upcoming.insert(id);
-                upcoming_count += 1;
             }
         }
     }
@@ -194,6 +192,18 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let snapshot_node_count = snapshot.node_count();
 
     // Scale-up.
+    let up_ctx = ScaleUpContext {
+        cloud,
+        state,
+        options,
+        templates: &templates,
+        priority_config: view.priority_expander_config(&options.namespace),
+        priority_config_map_exists: view.priority_expander_config_map(&options.namespace).is_some(),
+        now,
+        current_node_count: snapshot_node_count,
+        registered_nodes: registered,
+        unmanaged_capacity,
+    };
     let mut scale_up = if !state.healthy {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "cluster is unhealthy: too many unready nodes")
     } else if !options.scale_up_from_zero && state.ready == 0 {
@@ -226,28 +236,30 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         } else if all_pods_very_new(&to_help, now) {
             ScaleUpPlan::empty(ScaleUpResult::InCooldown, "unschedulable pods are very new, waiting one loop for more")
         } else {
-            let ctx = ScaleUpContext {
-                cloud,
-                state,
-                options,
-                templates: &templates,
-                priority_config: view.priority_expander_config(&options.namespace),
-                priority_config_map_exists: view.priority_expander_config_map(&options.namespace).is_some(),
-                now,
-                current_node_count: snapshot_node_count,
-                registered_nodes: registered,
-                unmanaged_capacity,
-            };
-            plan_scale_up(&ctx, &mut snapshot, &to_help, expander)
+            plan_scale_up(&up_ctx, &mut snapshot, &to_help, expander)
         };
         plan.pods_fit_existing_nodes = filtered.fit_existing.iter().map(|p| p.key.to_string()).collect();
         plan
     };
-    if options.enforce_node_group_min_size && scale_up.increases.is_empty() && state.healthy {
-        enforce_min_sizes(cloud, &mut scale_up, options, registered + upcoming_count);
+    // Upstream raises groups to their minimum after scale-down, so that step does not put
+    // scale-down in cooldown.
+    let scaled_up = !scale_up.increases.is_empty();
+    if options.enforce_node_group_min_size && state.healthy {
+        let raised = plan_min_size_scale_up(&up_ctx, &scale_up.increases);
+        if !raised.is_empty() {
+            let summary: Vec<String> = raised
+                .iter()
+                .map(|i| {
+                    format!("{} {}->{} (min: {})", i.node_group, i.current_size, i.new_size, min_size_of(cloud, i))
+                })
+                .collect();
+            let text = format!("raising node groups to their minimum size: {}", summary.join(", "));
+            scale_up.message = if scaled_up { format!("{}; {text}", scale_up.message) } else { text };
+            scale_up.result = ScaleUpResult::Successful;
+            scale_up.increases.extend(raised);
+        }
     }
     scale_up.pods_ignored = ignored;
-    let scaled_up = !scale_up.increases.is_empty();
 
     // Scale-down.
     let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
@@ -328,32 +340,8 @@ fn disabled_scale_down(why: &str) -> ScaleDownPlan {
     }
 }
 
-/// `--enforce-node-group-min-size`: raise groups below their minimum to it.
-fn enforce_min_sizes(cloud: &CloudState, plan: &mut ScaleUpPlan, options: &AutoscalingOptions, mut node_count: usize) {
-    for g in &cloud.groups {
-        if g.target_size >= g.min_size {
-            continue;
-        }
-        let mut delta = g.min_size - g.target_size;
-        if options.max_nodes_total > 0 {
-            delta = delta.min(options.max_nodes_total.saturating_sub(node_count));
-        }
-        if delta == 0 {
-            continue;
-        }
-        node_count += delta;
-        plan.increases.push(super::plan::GroupIncrease {
-            node_group: g.id.clone(),
-            delta,
-            current_size: g.target_size,
-            new_size: g.target_size + delta,
-            max_size: g.max_size,
-        });
-    }
-    if !plan.increases.is_empty() {
-        plan.result = ScaleUpResult::Successful;
-        plan.message = "raising node groups to their minimum size".into();
-    }
+fn min_size_of(cloud: &CloudState, increase: &super::plan::GroupIncrease) -> usize {
+    cloud.group(&increase.node_group).map_or(0, |g| g.min_size)
 }
 
 /// Requests of a set of pods (used by reports).
