@@ -161,3 +161,60 @@ fn memory_total_minimum_keeps_nodes_with_minimal_resource_limit_exceeded() {
     let plan = plan(&objects, &[g()], &["--memory-total=40:1000"]);
     assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("MinimalResourceLimitExceeded"), "{plan:#}");
 }
+
+#[test]
+fn max_nodes_total_counts_a_starting_node_once() {
+    // g-2 registered 5 minutes ago and is not ready yet: it is an upcoming node, counted once.
+    // 2 nodes now, 4 allowed: two more.
+    let starting = not_ready(node("g", "g-2", "4", "16Gi")).created("2026-11-21T11:55:00Z");
+    let mut objects = full_node("g", "g-1");
+    objects.push(starting);
+    objects.push(replicaset("default", "web", 3));
+    objects.extend(pending_pods("web", 3, "3", "1Gi"));
+    let plan = plan(&objects, &[g()], &["--max-nodes-total=4"]);
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["upcoming"], 1, "{plan:#}");
+    assert_eq!(pods_fit_existing(&plan).len(), 1, "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("g", 2)], "{plan:#}");
+}
+
+#[test]
+fn enforce_node_group_min_size_also_runs_after_a_scale_up() {
+    // `b` scales up for the pending pod; `a`, below its minimum, is raised in the same loop.
+    let mut objects = full_node("a", "a-1");
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| with_node_selector(p, "pool", "b")));
+    let groups = [group("a", 2, 10, "4", "16Gi"), group("b", 0, 10, "4", "16Gi")];
+    let plan = plan(&objects, &groups, &["--enforce-node-group-min-size"]);
+    let mut got = increases(&plan);
+    got.sort();
+    assert_eq!(got, vec![inc("a", 1), inc("b", 1)], "{plan:#}");
+}
+
+#[test]
+fn enforce_node_group_min_size_respects_cores_total() {
+    // One 4-core node, min 3, at most 8 cores: one more node.
+    let objects = vec![node("g", "g-1", "4", "16Gi")];
+    let plan =
+        plan(&objects, &[group("g", 3, 10, "4", "16Gi")], &["--enforce-node-group-min-size", "--cores-total=0:8"]);
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+}
+
+#[test]
+fn enforce_node_group_min_size_skips_groups_without_template() {
+    let bare = serde_json::json!({"id": "bare", "minSize": 2, "maxSize": 5, "nodeSelector": {"pool": "bare"}});
+    let plan = plan(&[], &[bare], &["--enforce-node-group-min-size"]);
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+}
+
+#[test]
+fn enforce_node_group_min_size_caps_max_nodes_total_against_the_group_size() {
+    // Upstream compares --max-nodes-total with the group's own target size here, not with the
+    // cluster's node count: `a` goes from 1 to its minimum 3 although the cluster ends at 6 > 5.
+    let mut objects = full_node("a", "a-1");
+    for i in 1..=3 {
+        objects.push(node("b", &format!("b-{i}"), "4", "16Gi"));
+    }
+    let groups = [group("a", 3, 10, "4", "16Gi"), group("b", 3, 10, "4", "16Gi")];
+    let plan = plan(&objects, &groups, &["--enforce-node-group-min-size", "--max-nodes-total=5"]);
+    assert_eq!(increases(&plan), vec![inc("a", 2)], "{plan:#}");
+}

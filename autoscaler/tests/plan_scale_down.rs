@@ -511,3 +511,34 @@ fn only_one_node_is_drained_at_a_time_by_default() {
     let plan2 = plan(&objects, &[g()], &["--max-drain-parallelism=2"]);
     assert_eq!(plan2["scaleDown"]["deleteNow"]["drain"].as_array().unwrap().len(), 2, "{plan2:#}");
 }
+
+#[test]
+fn ignore_daemonsets_utilization_divides_by_allocatable_minus_daemonset_requests() {
+    // 1.1 cpu of the 2 cpus the DaemonSet leaves: 0.55, above the threshold (not 1.1 / 4).
+    let objects = with(
+        roomy_destination(),
+        [
+            node("g", "g-1", "4", "16Gi"),
+            daemonset("kube-system", "agent", "2", "1Gi"),
+            daemonset_pod("kube-system", "agent", "g-1", "2", "1Gi"),
+            replicaset("default", "web", 1),
+            rs_pod("web", "web-0", "g-1", "1100m", "1Gi"),
+        ],
+    );
+    let plan = plan(&objects, &[g()], &["--ignore-daemonsets-utilization"]);
+    let n = unremovable(&plan, "g-1").unwrap_or_else(|| panic!("g-1 unremovable: {plan:#}"));
+    assert_eq!(n["reason"], "NotUnderutilized");
+    assert_eq!(n["utilization"], json!(0.55));
+}
+
+#[test]
+fn succeeded_pods_are_not_seen_whatever_their_restart_policy() {
+    // The autoscaler lists only pods that are neither Succeeded nor Failed.
+    let done = running_on(pod("default", "done", "3", "1Gi"), "g-1")
+        .set("spec.restartPolicy", json!("Always"))
+        .set("status.phase", json!("Succeeded"));
+    let objects = with(roomy_destination(), [node("g", "g-1", "4", "16Gi"), done]);
+    let plan = plan(&objects, &[g()], &[]);
+    let n = unneeded(&plan, "g-1").unwrap_or_else(|| panic!("g-1 unneeded: {plan:#}"));
+    assert_eq!(n["empty"], true);
+}

@@ -479,3 +479,49 @@ fn zero_or_max_group_scales_straight_to_max() {
     let plan = plan(&objects, &[g], &[]);
     assert_eq!(increases(&plan), vec![inc("slice", 4)], "{plan:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pods waiting for preemption
+
+#[test]
+fn pods_nominated_to_an_existing_node_wait_for_preemption_and_take_its_room() {
+    // `urgent` preempted its way onto g-1 (nominatedNodeName) and waits there for `filler` to go:
+    // it does not trigger a scale-up, and the room it will take is not offered to `web-0`.
+    let urgent = with_priority(pending_pods("urgent", 1, "3", "1Gi").remove(0), 1000)
+        .set("status.nominatedNodeName", json!("g-1"));
+    let mut objects = full_node("g", "g-1");
+    objects[2] = with_priority(objects[2].clone(), -5);
+    objects.extend([
+        replicaset("default", "urgent", 1),
+        replicaset("default", "web", 1),
+        urgent,
+        pending_pods("web", 1, "1500m", "1Gi").remove(0),
+    ]);
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+    assert_eq!(pods_triggered(&plan), vec!["default/web-0"], "{plan:#}");
+}
+
+#[test]
+fn pods_nominated_to_an_existing_node_with_room_take_it() {
+    let urgent = with_priority(pending_pods("urgent", 1, "3", "1Gi").remove(0), 1000)
+        .set("status.nominatedNodeName", json!("g-1"));
+    let objects = vec![
+        node("g", "g-1", "4", "16Gi"),
+        replicaset("default", "urgent", 1),
+        replicaset("default", "web", 1),
+        urgent,
+        pending_pods("web", 1, "1500m", "1Gi").remove(0),
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+    assert_eq!(pods_triggered(&plan), vec!["default/web-0"], "{plan:#}");
+}
+
+#[test]
+fn pods_nominated_to_a_missing_node_are_ordinary_pending_pods() {
+    let urgent = pending_pods("urgent", 1, "3", "1Gi").remove(0).set("status.nominatedNodeName", json!("gone"));
+    let objects = vec![replicaset("default", "urgent", 1), urgent];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+}
