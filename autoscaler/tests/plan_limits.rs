@@ -218,3 +218,13 @@ fn enforce_node_group_min_size_caps_max_nodes_total_against_the_group_size() {
     let plan = plan(&objects, &groups, &["--enforce-node-group-min-size", "--max-nodes-total=5"]);
     assert_eq!(increases(&plan), vec![inc("a", 2)], "{plan:#}");
 }
+
+#[test]
+fn enforce_node_group_min_size_does_not_put_scale_down_in_cooldown() {
+    // Upstream raises groups to their minimum after scale-down: the empty b-1 still goes now.
+    let objects = vec![node("a", "a-1", "4", "16Gi"), node("b", "b-1", "4", "16Gi"), node("b", "b-2", "4", "16Gi")];
+    let groups = [group("a", 2, 10, "4", "16Gi"), group("b", 1, 10, "4", "16Gi")];
+    let plan = plan(&objects, &groups, &["--enforce-node-group-min-size"]);
+    assert_eq!(increases(&plan), vec![inc("a", 1)], "{plan:#}");
+    assert_eq!(delete_now(&plan).len(), 1, "{plan:#}");
+}

@@ -542,3 +542,22 @@ fn succeeded_pods_are_not_seen_whatever_their_restart_policy() {
     let n = unneeded(&plan, "g-1").unwrap_or_else(|| panic!("g-1 unneeded: {plan:#}"));
     assert_eq!(n["empty"], true);
 }
+
+#[test]
+fn node_with_disk_pressure_is_not_ready() {
+    // Ready=True but DiskPressure=True: upstream's readiness says not ready.
+    let n = node("g", "g-1", "4", "16Gi")
+        .push("status.conditions", json!({"type": "DiskPressure", "status": "True", "lastTransitionTime": LONG_AGO}));
+    let plan = plan(&with(roomy_destination(), [n]), &[g()], &["--scale-down-unready-enabled=false"]);
+    assert_eq!(plan["cluster"]["readyNodes"], 1, "{plan:#}");
+    assert_eq!(plan["cluster"]["unreadyNodes"], 1, "{plan:#}");
+    assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("ScaleDownUnreadyDisabled"), "{plan:#}");
+}
+
+#[test]
+fn node_with_network_unavailable_taint_is_not_ready() {
+    let n = taint(node("g", "g-1", "4", "16Gi"), "node.kubernetes.io/network-unavailable", "", "NoSchedule");
+    let plan = plan(&with(roomy_destination(), [n]), &[g()], &["--scale-down-unready-enabled=false"]);
+    assert_eq!(plan["cluster"]["unreadyNodes"], 1, "{plan:#}");
+    assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("ScaleDownUnreadyDisabled"), "{plan:#}");
+}
