@@ -191,6 +191,14 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // with starting ones replaced by their upcoming stand-ins (so each is counted once).
     let snapshot_node_count = snapshot.node_count();
 
+    // Upstream's "ready nodes" for the scale-up gates: ready and not cordoned.
+    let ready_schedulable = view
+        .nodes
+        .iter()
+        .filter(|n| !n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false))
+        .filter(|n| state.is_ready(n.metadata.name.as_deref().unwrap_or("")))
+        .count();
+
     // Scale-up.
     let up_ctx = ScaleUpContext {
         cloud,
@@ -206,7 +214,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     };
     let mut scale_up = if !state.healthy {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "cluster is unhealthy: too many unready nodes")
-    } else if !options.scale_up_from_zero && state.ready == 0 {
+    } else if !options.scale_up_from_zero && ready_schedulable == 0 {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "no ready nodes and --scale-up-from-zero=false")
     } else {
         let filtered = filter_out_schedulable(&mut snapshot, pending.clone());
@@ -222,7 +230,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
         let mut plan = if to_help.is_empty() {
             ScaleUpPlan::empty(ScaleUpResult::NotNeeded, "no unschedulable pods need new nodes")
-        } else if options.max_nodes_total > 0 && state.ready >= options.max_nodes_total {
+        } else if options.max_nodes_total > 0 && ready_schedulable >= options.max_nodes_total {
             let mut p = ScaleUpPlan::empty(ScaleUpResult::LimitedByMaxNodesTotal, "max total nodes in cluster reached");
             p.pods_remain_unschedulable = to_help
                 .iter()
