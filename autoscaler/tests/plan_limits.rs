@@ -228,3 +228,16 @@ fn enforce_node_group_min_size_does_not_put_scale_down_in_cooldown() {
     assert_eq!(increases(&plan), vec![inc("a", 1)], "{plan:#}");
     assert_eq!(delete_now(&plan).len(), 1, "{plan:#}");
 }
+
+#[test]
+fn max_nodes_total_reached_counts_only_ready_schedulable_nodes_before_capping() {
+    // g-2 is cordoned: one ready schedulable node is below the limit of 2, so scale-up is tried,
+    // but the estimator may add no node to a cluster of 2: no option.
+    let mut objects = full_node("g", "g-1");
+    objects.push(node("g", "g-2", "4", "16Gi").set("spec.unschedulable", serde_json::json!(true)));
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "1", "1Gi"));
+    let plan = plan(&objects, &[g()], &["--max-nodes-total=2"]);
+    assert_eq!(scale_up_result(&plan), "NoOptionsAvailable", "{plan:#}");
+    assert!(increases(&plan).is_empty());
+}

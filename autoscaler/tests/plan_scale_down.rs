@@ -561,3 +561,33 @@ fn node_with_network_unavailable_taint_is_not_ready() {
     assert_eq!(plan["cluster"]["unreadyNodes"], 1, "{plan:#}");
     assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("ScaleDownUnreadyDisabled"), "{plan:#}");
 }
+
+#[test]
+fn pending_pods_that_fit_a_node_count_on_it_for_scale_down() {
+    // The pending pod will land on g-1 (g-0 is full), so g-1 is not empty any more: 75% used.
+    let objects = with(
+        vec![
+            node("g", "g-0", "4", "16Gi"),
+            replicaset("default", "full", 1),
+            rs_pod("full", "full-0", "g-0", "4", "1Gi"),
+        ],
+        [
+            node("g", "g-1", "4", "16Gi"),
+            replicaset("default", "web", 1),
+            unschedulable(owned_by(pod("default", "web-0", "3", "1Gi").label("app", "web"), "ReplicaSet", "web")),
+        ],
+    );
+    let plan = plan(&objects, &[g()], &[]);
+    assert_eq!(plan["scaleUp"]["result"], "NotNeeded", "{plan:#}");
+    assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("NotUnderutilized"), "{plan:#}");
+}
+
+#[test]
+fn at_most_max_scale_down_parallelism_empty_nodes_go_at_once() {
+    let objects: Vec<Value> = (0..12).map(|i| node("g", &format!("g-{i:02}"), "4", "16Gi")).collect();
+    let plan1 = plan(&objects, &[g()], &[]);
+    assert_eq!(unneeded_nodes(&plan1).len(), 12, "{plan1:#}");
+    assert_eq!(delete_now(&plan1).len(), 10, "{plan1:#}");
+    let plan2 = plan(&objects, &[g()], &["--max-scale-down-parallelism=3"]);
+    assert_eq!(delete_now(&plan2).len(), 3, "{plan2:#}");
+}

@@ -525,3 +525,74 @@ fn pods_nominated_to_a_missing_node_are_ordinary_pending_pods() {
     let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
     assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// More scheduling constraints
+
+#[test]
+fn required_node_affinity_picks_the_matching_group() {
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd", "nvme"]}]}
+    ]}}});
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| p.set("spec.affinity", affinity.clone())),
+    );
+    let groups = [
+        template_label(group("hdd", 0, 10, "4", "16Gi"), "disk", "hdd"),
+        template_label(group("nvme", 0, 10, "8", "32Gi"), "disk", "nvme"),
+    ];
+    let plan = plan(&objects, &groups, &[]);
+    assert_eq!(increases(&plan), vec![inc("nvme", 1)], "{plan:#}");
+}
+
+#[test]
+fn pod_anti_affinity_on_hostname_needs_one_node_per_pod() {
+    let anti = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]}});
+    let objects = with(
+        vec![replicaset("default", "web", 3)],
+        pending_pods("web", 3, "100m", "100Mi").into_iter().map(|p| p.set("spec.affinity", anti.clone())),
+    );
+    let plan = plan(&objects, &[group("g", 0, 10, "16", "64Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("g", 3)], "{plan:#}");
+}
+
+#[test]
+fn pods_annotated_as_daemonset_pods_never_trigger_scale_up() {
+    let p =
+        pending_pods("web", 1, "1", "1Gi").remove(0).annotate("cluster-autoscaler.kubernetes.io/daemonset-pod", "true");
+    let plan = plan(&[replicaset("default", "web", 1), p], &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert!(pod_ignored(&plan, "default/web-0").is_some(), "{plan:#}");
+}
+
+#[test]
+fn too_many_unready_nodes_stop_all_scaling() {
+    // 4 of 5 nodes unready: more than 3 and more than 45%.
+    let mut objects = vec![node("g", "g-0", "4", "16Gi")];
+    for i in 1..=4 {
+        objects.push(not_ready(node("g", &format!("g-{i}"), "4", "16Gi")));
+    }
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "8", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "16", "64Gi")], &[]);
+    assert_eq!(plan["cluster"]["healthy"], false, "{plan:#}");
+    assert_eq!(scale_up_result(&plan), "NotTried", "{plan:#}");
+    assert!(increases(&plan).is_empty());
+    assert!(delete_now(&plan).is_empty(), "{plan:#}");
+}
+
+#[test]
+fn three_unready_nodes_are_tolerated() {
+    // 3 of 4 unready: above 45% but not above --ok-total-unready-count.
+    let mut objects = vec![node("g", "g-0", "4", "16Gi")];
+    for i in 1..=3 {
+        objects.push(not_ready(node("g", &format!("g-{i}"), "4", "16Gi")));
+    }
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "8", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "16", "64Gi")], &[]);
+    assert_eq!(plan["cluster"]["healthy"], true, "{plan:#}");
+}
