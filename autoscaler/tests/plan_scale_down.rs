@@ -591,3 +591,45 @@ fn at_most_max_scale_down_parallelism_empty_nodes_go_at_once() {
     let plan2 = plan(&objects, &[g()], &["--max-scale-down-parallelism=3"]);
     assert_eq!(delete_now(&plan2).len(), 3, "{plan2:#}");
 }
+
+#[test]
+fn kube_system_pod_with_an_exhausted_pdb_blocks_with_not_enough_pdb() {
+    let p = owned_by(pod("kube-system", "dns-0", "1", "1Gi").label("app", "dns"), "ReplicaSet", "dns")
+        .created("2026-11-21T11:30:00Z");
+    let extra = [replicaset("kube-system", "dns", 2), pdb("kube-system", "dns", "dns", 0)];
+    let plan = plan(&node_running(p, &extra), &[g()], &[]);
+    assert_blocked(&plan, "kube-system/dns-0", "NotEnoughPdb");
+}
+
+#[test]
+fn pdbs_only_cover_pods_of_their_namespace() {
+    let extra = [replicaset("default", "web", 2), pdb("other", "web", "web", 0)];
+    let plan = plan(&node_running(web("web-0"), &extra), &[g()], &[]);
+    assert!(unneeded(&plan, "g-1").is_some(), "{plan:#}");
+}
+
+#[test]
+fn owner_reference_that_is_not_the_controller_does_not_replicate() {
+    let mut p = web("web-0");
+    p["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+    let plan = plan(&node_running(p, &[replicaset("default", "web", 2)]), &[g()], &[]);
+    assert_blocked(&plan, "default/web-0", "NotReplicated");
+}
+
+#[test]
+fn statefulset_pods_can_move() {
+    let p = owned_by(pod("default", "db-0", "1", "1Gi").label("app", "db"), "StatefulSet", "db");
+    let plan = plan(&node_running(p, &[statefulset("default", "db", 3)]), &[g()], &[]);
+    let n = unneeded(&plan, "g-1").unwrap_or_else(|| panic!("g-1 unneeded: {plan:#}"));
+    assert_eq!(n["podsToMove"], json!(["default/db-0"]));
+}
+
+#[test]
+fn pods_of_custom_controllers_block_with_not_replicated() {
+    // Only ReplicationController, Job, ReplicaSet and StatefulSet count as replicated by default.
+    let p = owned_by(pod("default", "thing-0", "1", "1Gi"), "Rollout", "thing");
+    let plan1 = plan(&node_running(p.clone(), &[]), &[g()], &[]);
+    assert_blocked(&plan1, "default/thing-0", "NotReplicated");
+    let plan2 = plan(&node_running(p, &[]), &[g()], &["--skip-nodes-with-custom-controller-pods=false"]);
+    assert!(unneeded(&plan2, "g-1").is_some(), "{plan2:#}");
+}

@@ -596,3 +596,69 @@ fn three_unready_nodes_are_tolerated() {
     let plan = plan(&objects, &[group("g", 0, 10, "16", "64Gi")], &[]);
     assert_eq!(plan["cluster"]["healthy"], true, "{plan:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Templates
+
+#[test]
+fn unready_node_is_not_the_template_when_the_provider_has_one() {
+    // The only node of `g` is unready: the cloud-config template (4 cpu) is used, not the 16-cpu node.
+    let objects = vec![
+        not_ready(node("g", "g-1", "16", "64Gi")),
+        replicaset("default", "web", 1),
+        pending_pods("web", 1, "6", "1Gi").remove(0),
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["template"], "cloud provider", "{plan:#}");
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+}
+
+#[test]
+fn ready_node_is_the_template_over_the_cloud_config() {
+    // g-1 has 16 cpus although the cloud-config says 4: the real node wins.
+    let objects = vec![
+        node("g", "g-1", "16", "64Gi"),
+        replicaset("default", "big", 1),
+        running_on(owned_by(pod("default", "big-0", "15", "1Gi").label("app", "big"), "ReplicaSet", "big"), "g-1"),
+        replicaset("default", "web", 1),
+        pending_pods("web", 1, "6", "1Gi").remove(0),
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["template"], "node g-1", "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+}
+
+#[test]
+fn mirror_pods_of_the_template_node_count_against_new_nodes() {
+    let objects = vec![
+        node("g", "g-1", "4", "16Gi"),
+        running_on(mirror(pod("kube-system", "etcd-g-1", "3", "1Gi")), "g-1"),
+        replicaset("default", "web", 1),
+        pending_pods("web", 1, "2", "1Gi").remove(0),
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+    assert_eq!(remain_unschedulable(&plan, "default/web-0"), Some(vec!["Insufficient cpu".to_string()]));
+}
+
+#[test]
+fn daemonsets_that_would_not_run_on_the_template_are_left_out() {
+    let ds = daemonset("kube-system", "agent", "3", "1Gi").set_key("spec.template.spec.nodeSelector", "pool", json!("other"));
+    let objects = with(vec![replicaset("default", "web", 1), ds], pending_pods("web", 1, "2", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+}
+
+#[test]
+fn ephemeral_storage_request_needs_a_template_offering_it() {
+    let objects = with(
+        vec![replicaset("default", "web", 1)],
+        pending_pods("web", 1, "1", "1Gi").into_iter().map(|p| with_request(p, "ephemeral-storage", "10Gi")),
+    );
+    let without = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert!(increases(&without).is_empty(), "{without:#}");
+    assert_eq!(remain_unschedulable(&without, "default/web-0"), Some(vec!["Insufficient ephemeral-storage".to_string()]));
+    let with_storage = template_resource(group("g", 0, 10, "4", "16Gi"), "ephemeral-storage", "100Gi");
+    let plan2 = plan(&objects, &[with_storage], &[]);
+    assert_eq!(increases(&plan2), vec![inc("g", 1)], "{plan2:#}");
+}
