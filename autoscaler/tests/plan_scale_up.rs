@@ -662,3 +662,77 @@ fn ephemeral_storage_request_needs_a_template_offering_it() {
     let plan2 = plan(&objects, &[with_storage], &[]);
     assert_eq!(increases(&plan2), vec![inc("g", 1)], "{plan2:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Balancing details
+
+/// A full node of a zonal group (providerID `static://<group>/<name>`).
+fn full_zonal_node(group: &str, name: &str) -> Vec<Value> {
+    let n = bare_node(name, "4", "16Gi")
+        .label("pool", "shared")
+        .set("spec.providerID", json!(format!("static://{group}/{name}")));
+    vec![
+        n,
+        running_on(owned_by(pod("default", &format!("filler-{name}"), "4", "1Gi").label("app", "filler"), "ReplicaSet", "filler"), name),
+    ]
+}
+
+#[test]
+fn balancing_fills_the_smaller_group_first() {
+    // zone-a has 3 nodes, zone-b 1: four new nodes go 1 to a and 3 to b (both end at 4).
+    let mut objects = vec![replicaset("default", "filler", 4), replicaset("default", "web", 4)];
+    for i in 1..=3 {
+        objects.extend(full_zonal_node("zone-a", &format!("a-{i}")));
+    }
+    objects.extend(full_zonal_node("zone-b", "b-1"));
+    objects.extend(pending_pods("web", 4, "3", "1Gi"));
+    let groups = [zonal_group("zone-a", "a", "4"), zonal_group("zone-b", "b", "4")];
+    let plan = plan(&objects, &groups, &["--balance-similar-node-groups"]);
+    let mut got = increases(&plan);
+    got.sort();
+    assert_eq!(got, vec![inc("zone-a", 1), inc("zone-b", 3)], "{plan:#}");
+}
+
+#[test]
+fn balancing_respects_each_group_max_size() {
+    let objects = with(vec![replicaset("default", "web", 6)], pending_pods("web", 6, "3", "1Gi"));
+    let groups = [zonal_group("zone-a", "a", "4"), zonal_group("zone-b", "b", "4").set("maxSize", json!(2))];
+    let plan = plan(&objects, &groups, &["--balance-similar-node-groups"]);
+    let mut got = increases(&plan);
+    got.sort();
+    assert_eq!(got, vec![inc("zone-a", 4), inc("zone-b", 2)], "{plan:#}");
+}
+
+#[test]
+fn balancing_skips_similar_groups_that_cannot_take_the_pods() {
+    // zone-b looks the same (taints are not compared) but its taint keeps the pods out.
+    let objects = with(vec![replicaset("default", "web", 4)], pending_pods("web", 4, "3", "1Gi"));
+    let groups = [
+        zonal_group("zone-a", "a", "4"),
+        template_taint(zonal_group("zone-b", "b", "4"), "dedicated", "batch", "NoSchedule"),
+    ];
+    let plan = plan(&objects, &groups, &["--balance-similar-node-groups"]);
+    assert_eq!(increases(&plan), vec![inc("zone-a", 4)], "{plan:#}");
+}
+
+#[test]
+fn zero_or_max_groups_are_never_balanced() {
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "3", "1Gi"));
+    let groups = [
+        group_option(zonal_group("zone-a", "a", "4").set("maxSize", json!(2)), "zeroOrMaxNodeScaling", json!(true)),
+        group_option(zonal_group("zone-b", "b", "4").set("maxSize", json!(2)), "zeroOrMaxNodeScaling", json!(true)),
+    ];
+    let plan = plan(&objects, &groups, &["--balance-similar-node-groups"]);
+    let got = increases(&plan);
+    assert_eq!(got.len(), 1, "{plan:#}");
+    assert_eq!(got[0].1, 2);
+}
+
+#[test]
+fn zero_or_max_group_is_skipped_when_its_max_would_break_max_nodes_total() {
+    let g = group_option(group("slice", 0, 4, "4", "16Gi"), "zeroOrMaxNodeScaling", json!(true));
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let plan = plan(&objects, &[g], &["--max-nodes-total=3"]);
+    assert!(increases(&plan).is_empty(), "{plan:#}");
+    assert_eq!(skipped_reasons(&plan, "slice"), vec!["atomic scale-up exceeds cluster node count limit"]);
+}
