@@ -643,7 +643,11 @@ fn mirror_pods_of_the_template_node_count_against_new_nodes() {
 
 #[test]
 fn daemonsets_that_would_not_run_on_the_template_are_left_out() {
-    let ds = daemonset("kube-system", "agent", "3", "1Gi").set_key("spec.template.spec.nodeSelector", "pool", json!("other"));
+    let ds = daemonset("kube-system", "agent", "3", "1Gi").set_key(
+        "spec.template.spec.nodeSelector",
+        "pool",
+        json!("other"),
+    );
     let objects = with(vec![replicaset("default", "web", 1), ds], pending_pods("web", 1, "2", "1Gi"));
     let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
     assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
@@ -657,7 +661,10 @@ fn ephemeral_storage_request_needs_a_template_offering_it() {
     );
     let without = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
     assert!(increases(&without).is_empty(), "{without:#}");
-    assert_eq!(remain_unschedulable(&without, "default/web-0"), Some(vec!["Insufficient ephemeral-storage".to_string()]));
+    assert_eq!(
+        remain_unschedulable(&without, "default/web-0"),
+        Some(vec!["Insufficient ephemeral-storage".to_string()])
+    );
     let with_storage = template_resource(group("g", 0, 10, "4", "16Gi"), "ephemeral-storage", "100Gi");
     let plan2 = plan(&objects, &[with_storage], &[]);
     assert_eq!(increases(&plan2), vec![inc("g", 1)], "{plan2:#}");
@@ -673,7 +680,14 @@ fn full_zonal_node(group: &str, name: &str) -> Vec<Value> {
         .set("spec.providerID", json!(format!("static://{group}/{name}")));
     vec![
         n,
-        running_on(owned_by(pod("default", &format!("filler-{name}"), "4", "1Gi").label("app", "filler"), "ReplicaSet", "filler"), name),
+        running_on(
+            owned_by(
+                pod("default", &format!("filler-{name}"), "4", "1Gi").label("app", "filler"),
+                "ReplicaSet",
+                "filler",
+            ),
+            name,
+        ),
     ]
 }
 
@@ -735,4 +749,36 @@ fn zero_or_max_group_is_skipped_when_its_max_would_break_max_nodes_total() {
     let plan = plan(&objects, &[g], &["--max-nodes-total=3"]);
     assert!(increases(&plan).is_empty(), "{plan:#}");
     assert_eq!(skipped_reasons(&plan, "slice"), vec!["atomic scale-up exceeds cluster node count limit"]);
+}
+
+#[test]
+fn price_expander_keeps_pods_without_gpus_off_gpu_groups() {
+    // The GPU group is cheaper, but GPU templates are heavily penalized for pods that need no GPU.
+    let objects = with(vec![replicaset("default", "web", 1)], pending_pods("web", 1, "1", "1Gi"));
+    let cpu = group("cpu", 0, 10, "4", "16Gi").set("pricePerHour", json!(0.20));
+    let gpu =
+        template_resource(group("gpu", 0, 10, "4", "16Gi"), "nvidia.com/gpu", "1").set("pricePerHour", json!(0.10));
+    let plan = plan(&objects, &[gpu, cpu], &["--expander=price"]);
+    assert_eq!(increases(&plan), vec![inc("cpu", 1)], "{plan:#}");
+}
+
+#[test]
+fn unhealthy_group_is_not_ready_for_scale_up() {
+    // `sick` has 4 of 5 nodes unready (the cluster as a whole is still healthy): it is skipped.
+    let mut objects: Vec<Value> =
+        full_node("sick", "sick-0").into_iter().filter(|o| o["kind"] != "ReplicaSet").collect();
+    for i in 1..=4 {
+        objects.push(not_ready(node("sick", &format!("sick-{i}"), "4", "16Gi")));
+    }
+    for i in 0..6 {
+        objects.extend(full_node("fine", &format!("fine-{i}")).into_iter().filter(|o| o["kind"] != "ReplicaSet"));
+    }
+    objects.push(replicaset("default", "filler", 7));
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "3", "1Gi"));
+    let groups = [group("sick", 0, 10, "4", "16Gi"), group("fine", 0, 10, "4", "16Gi")];
+    let plan = plan(&objects, &groups, &[]);
+    assert_eq!(plan["cluster"]["healthy"], true, "{plan:#}");
+    assert_eq!(skipped_reasons(&plan, "sick"), vec!["not ready for scale-up"], "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("fine", 1)], "{plan:#}");
 }

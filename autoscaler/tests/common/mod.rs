@@ -113,11 +113,17 @@ pub fn taint(node: Value, key: &str, value: &str, effect: &str) -> Value {
     node.push("spec.taints", json!({"key": key, "value": value, "effect": effect}))
 }
 
-/// The kubelet reports the node NotReady (since long ago).
+/// The kubelet reports the node NotReady (since long ago), and the node lifecycle controller has
+/// tainted it `node.kubernetes.io/not-ready:NoSchedule`.
 pub fn not_ready(node: Value) -> Value {
-    node.set(
-        "status.conditions",
-        json!([{"type": "Ready", "status": "False", "lastTransitionTime": LONG_AGO, "lastHeartbeatTime": NOW}]),
+    taint(
+        node.set(
+            "status.conditions",
+            json!([{"type": "Ready", "status": "False", "lastTransitionTime": LONG_AGO, "lastHeartbeatTime": NOW}]),
+        ),
+        "node.kubernetes.io/not-ready",
+        "",
+        "NoSchedule",
     )
 }
 
