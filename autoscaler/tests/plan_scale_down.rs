@@ -633,3 +633,36 @@ fn pods_of_custom_controllers_block_with_not_replicated() {
     let plan2 = plan(&node_running(p, &[]), &[g()], &["--skip-nodes-with-custom-controller-pods=false"]);
     assert!(unneeded(&plan2, "g-1").is_some(), "{plan2:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Zero-or-max groups
+
+fn slice_group() -> Value {
+    group_option(group("slice", 0, 2, "4", "16Gi"), "zeroOrMaxNodeScaling", json!(true))
+}
+
+#[test]
+fn zero_or_max_group_scales_down_as_a_whole() {
+    let objects = with(roomy_destination(), [node("slice", "s-1", "4", "16Gi"), node("slice", "s-2", "4", "16Gi")]);
+    let plan = plan(&objects, &[g(), slice_group()], &[]);
+    let mut deleted = delete_now(&plan);
+    deleted.sort();
+    assert_eq!(deleted, vec!["s-1", "s-2"], "{plan:#}");
+}
+
+#[test]
+fn zero_or_max_group_with_a_busy_node_keeps_all_its_nodes() {
+    let objects = with(
+        roomy_destination(),
+        [
+            node("slice", "s-1", "4", "16Gi"),
+            node("slice", "s-2", "4", "16Gi"),
+            replicaset("default", "busy", 1),
+            rs_pod("busy", "busy-0", "s-2", "3", "1Gi"),
+        ],
+    );
+    let plan = plan(&objects, &[g(), slice_group()], &[]);
+    assert!(delete_now(&plan).is_empty(), "{plan:#}");
+    assert_eq!(unremovable_reason(&plan, "s-1").as_deref(), Some("AtomicScaleDownFailed"), "{plan:#}");
+    assert_eq!(unremovable_reason(&plan, "s-2").as_deref(), Some("NotUnderutilized"), "{plan:#}");
+}
