@@ -782,3 +782,42 @@ fn unhealthy_group_is_not_ready_for_scale_up() {
     assert_eq!(skipped_reasons(&plan, "sick"), vec!["not ready for scale-up"], "{plan:#}");
     assert_eq!(increases(&plan), vec![inc("fine", 1)], "{plan:#}");
 }
+
+#[test]
+fn expendable_pods_leave_their_room_to_pending_pods() {
+    // The node is full of an expendable pod: the autoscaler does not see it, so the pending pod fits.
+    let mut objects = full_node("g", "g-1");
+    objects[2] = with_priority(objects[2].clone(), -100);
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "3", "1Gi"));
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
+    assert_eq!(pods_fit_existing(&plan), vec!["default/web-0"]);
+}
+
+#[test]
+fn pods_of_a_scheduler_outside_allowed_scheduler_names_are_ignored() {
+    let p = pending_pods("web", 1, "1", "1Gi").remove(0).set("spec.schedulerName", json!("volcano"));
+    let objects = vec![replicaset("default", "web", 1), p];
+    let groups = [group("g", 0, 10, "4", "16Gi")];
+    let plan1 = plan(&objects, &groups, &[]);
+    assert_eq!(increases(&plan1), vec![inc("g", 1)], "{plan1:#}");
+    let plan2 = plan(&objects, &groups, &["--allowed-scheduler-names=default-scheduler"]);
+    assert_eq!(scale_up_result(&plan2), "NotNeeded", "{plan2:#}");
+}
+
+#[test]
+fn higher_priority_pending_pods_get_existing_room_first() {
+    let low = pending_pods("a-low", 1, "3", "1Gi").remove(0);
+    let high = with_priority(pending_pods("z-high", 1, "3", "1Gi").remove(0), 100);
+    let objects = vec![
+        node("g", "g-1", "4", "16Gi"),
+        replicaset("default", "a-low", 1),
+        replicaset("default", "z-high", 1),
+        low,
+        high,
+    ];
+    let plan = plan(&objects, &[group("g", 0, 10, "4", "16Gi")], &[]);
+    assert_eq!(pods_fit_existing(&plan), vec!["default/z-high-0"], "{plan:#}");
+    assert_eq!(pods_triggered(&plan), vec!["default/a-low-0"], "{plan:#}");
+}
