@@ -6,39 +6,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn pending_pods(rs: &str, n: usize, cpu: &str, memory: &str) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            unschedulable(owned_by(
-                pod("default", &format!("{rs}-{i}"), cpu, memory).label("app", rs),
-                "ReplicaSet",
-                rs,
-            ))
-        })
-        .collect()
-}
-
-fn with(mut objects: Vec<Value>, more: impl IntoIterator<Item = Value>) -> Vec<Value> {
-    objects.extend(more);
-    objects
-}
-
-/// A group whose one node is full: nothing pending fits on existing nodes.
-fn full_node(group: &str, name: &str) -> Vec<Value> {
-    vec![
-        node(group, name, "4", "16Gi"),
-        replicaset("default", "filler", 1),
-        running_on(
-            owned_by(
-                pod("default", &format!("filler-{name}"), "4", "16Gi").label("app", "filler"),
-                "ReplicaSet",
-                "filler",
-            ),
-            name,
-        ),
-    ]
-}
-
 fn g() -> Value {
     group("g", 0, 10, "4", "16Gi")
 }

@@ -24,11 +24,6 @@ fn roomy_destination() -> Vec<Value> {
     ]
 }
 
-fn with(mut objects: Vec<Value>, more: impl IntoIterator<Item = Value>) -> Vec<Value> {
-    objects.extend(more);
-    objects
-}
-
 // ---------------------------------------------------------------------------------------------
 // Unneeded and utilization
 

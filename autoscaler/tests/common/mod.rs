@@ -493,3 +493,41 @@ pub fn delete_now(plan: &Value) -> Vec<String> {
     out.extend(strings(&plan["scaleDown"]["deleteNow"]["drain"]));
     out
 }
+
+// ---------------------------------------------------------------------------------------------
+// Small building blocks shared by the test files
+
+/// `n` pending (unschedulable) pods of the ReplicaSet `default/<rs>`, each requesting `cpu` / `memory`.
+pub fn pending_pods(rs: &str, n: usize, cpu: &str, memory: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            unschedulable(owned_by(
+                pod("default", &format!("{rs}-{i}"), cpu, memory).label("app", rs),
+                "ReplicaSet",
+                rs,
+            ))
+        })
+        .collect()
+}
+
+pub fn with(mut objects: Vec<Value>, more: impl IntoIterator<Item = Value>) -> Vec<Value> {
+    objects.extend(more);
+    objects
+}
+
+/// A 4-cpu node of `group` filled by one pod of the ReplicaSet `default/filler` (included):
+/// nothing pending fits on it.
+pub fn full_node(group: &str, name: &str) -> Vec<Value> {
+    vec![
+        node(group, name, "4", "16Gi"),
+        replicaset("default", "filler", 1),
+        running_on(
+            owned_by(
+                pod("default", &format!("filler-{name}"), "4", "16Gi").label("app", "filler"),
+                "ReplicaSet",
+                "filler",
+            ),
+            name,
+        ),
+    ]
+}
