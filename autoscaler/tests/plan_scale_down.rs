@@ -661,3 +661,54 @@ fn zero_or_max_group_with_a_busy_node_keeps_all_its_nodes() {
     assert_eq!(unremovable_reason(&plan, "s-1").as_deref(), Some("AtomicScaleDownFailed"), "{plan:#}");
     assert_eq!(unremovable_reason(&plan, "s-2").as_deref(), Some("NotUnderutilized"), "{plan:#}");
 }
+
+#[test]
+fn empty_nodes_go_first_so_pods_cannot_move_onto_them() {
+    // g-1 is empty and simulated first: g-2's pod may not count on g-1's room.
+    let objects = vec![
+        node("g", "g-1", "4", "16Gi"),
+        node("g", "g-2", "4", "16Gi"),
+        replicaset("default", "web", 1),
+        rs_pod("web", "web-0", "g-2", "1", "1Gi"),
+    ];
+    let plan = plan(&objects, &[g()], &[]);
+    assert_eq!(delete_now(&plan), vec!["g-1"], "{plan:#}");
+    assert_eq!(unremovable_reason(&plan, "g-2").as_deref(), Some("NoPlaceToMovePods"), "{plan:#}");
+}
+
+#[test]
+fn nodes_being_deleted_take_no_moved_pods() {
+    let deleting = taint(
+        node("g", "g-2", "8", "32Gi"),
+        "ToBeDeletedByClusterAutoscaler",
+        &(NOW_UNIX - 60).to_string(),
+        "NoSchedule",
+    );
+    let objects = vec![
+        node("g", "g-1", "4", "16Gi"),
+        deleting,
+        replicaset("default", "web", 1),
+        rs_pod("web", "web-0", "g-1", "1", "1Gi"),
+    ];
+    let plan = plan(&objects, &[g()], &[]);
+    assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("NoPlaceToMovePods"), "{plan:#}");
+}
+
+#[test]
+fn pods_move_only_where_their_constraints_allow() {
+    // `big` has room but not the label web-0 needs.
+    let p = with_node_selector(web("web-0"), "disk", "ssd");
+    let plan = plan(&node_running(p, &[replicaset("default", "web", 1)]), &[g()], &[]);
+    assert_eq!(unremovable_reason(&plan, "g-1").as_deref(), Some("NoPlaceToMovePods"), "{plan:#}");
+}
+
+#[test]
+fn ignore_mirror_pods_utilization_leaves_mirror_pods_out() {
+    let p = mirror(pod("kube-system", "etcd-g-1", "3", "1Gi")).created("2026-11-21T11:30:00Z");
+    let objects = node_running(p, &[]);
+    let plan1 = plan(&objects, &[g()], &[]);
+    assert_eq!(unremovable_reason(&plan1, "g-1").as_deref(), Some("NotUnderutilized"), "{plan1:#}");
+    let plan2 = plan(&objects, &[g()], &["--ignore-mirror-pods-utilization"]);
+    let n = unneeded(&plan2, "g-1").unwrap_or_else(|| panic!("g-1 unneeded: {plan2:#}"));
+    assert_eq!(n["utilization"], json!(0.0));
+}
