@@ -19,7 +19,7 @@ use super::readiness::Readiness;
 use super::scale_down::{ScaleDownContext, plan_scale_down};
 use super::scale_up::filter::filter_out_schedulable;
 use super::scale_up::limits::node_delta;
-use super::scale_up::{ScaleUpContext, plan_scale_up};
+use super::scale_up::{ScaleUpContext, plan_min_size_scale_up, plan_scale_up};
 use super::templates::{TemplateSource, build_templates};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
@@ -67,8 +67,9 @@ fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
     options.allowed_scheduler_names.iter().any(|n| n == name)
 }
 
-/// Upstream's young-pod filter: pods younger than `--new-pod-scale-up-delay`, or than their
-/// `pod-scale-up-delay` annotation when that is longer, wait.
+/// Upstream's young-pod filter: a pod is considered only once its age is strictly greater than
+/// `--new-pod-scale-up-delay`, or than its `pod-scale-up-delay` annotation when that is longer.
+/// So a pod exactly as old as the delay (or created "now", with no delay) still waits.
 fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> bool {
     if is_anticipated(pod) {
         return false;
@@ -79,11 +80,10 @@ fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> boo
     {
         delay = d;
     }
-    if delay.is_zero() {
-        return false;
-    }
-    let created = pod.pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    created.is_some_and(|c| now.duration_since(c).unsigned_abs() < delay && c <= now)
+    let Some(created) = pod.pod.metadata.creation_timestamp.as_ref().map(|t| t.0) else { return false };
+    let age = now.duration_since(created);
+    // A creation time in the future (clock skew) is a negative age: young.
+    age.is_negative() || age.unsigned_abs() <= delay
 }
 
 /// Pods that do not exist yet: anticipated from a pod autoscaler's scale-up.
@@ -114,6 +114,8 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
     let mut scheduled: Vec<Arc<PodInfo>> = Vec::new();
     let mut pending: Vec<Arc<PodInfo>> = Vec::new();
+    // Pending pods the scheduler nominated to an existing node: they wait there for preemption.
+    let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
     let mut ignored: BTreeMap<String, String> = BTreeMap::new();
     for pod in &view.pods {
         let unschedulable = is_unschedulable(pod);
@@ -134,8 +136,18 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             }
             continue;
         }
+        let nominated_to = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .filter(|n| !n.is_empty() && node_names.contains(n));
         if bound_to.is_some() {
             scheduled.push(info);
+        } else if let Some(node) = nominated_to {
+            // Upstream ignores such pods for scale-up and counts them on the nominated node as
+            // if the preemption were done.
+            ignored.insert(info.key.to_string(), format!("waiting for preemption on its nominated node {node}"));
+            nominated.push((info, node.to_string()));
         } else if !scheduler_allowed(pod, options) {
             ignored.insert(info.key.to_string(), "scheduler not in --allowed-scheduler-names".into());
         } else {
@@ -178,23 +190,50 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     }
     let templates = build_templates(view, cloud, state, &pods_by_node, options, now);
     let mut upcoming = NodeSet::new();
-    let mut upcoming_count = 0usize;
     for group in &cloud.groups {
         let n = state.group(&group.id).map_or(0, |g| g.upcoming);
         let Some(t) = templates.get(&group.id) else { continue };
         for i in 0..n {
             if let Ok(id) = snapshot.add_node_info(t.node_info.renamed_copy(&format!("upcoming-{i}"))) {
                 upcoming.insert(id);
-                upcoming_count += 1;
             }
         }
     }
+    for (pod, node) in nominated {
+        // Forced, without predicates: the preempted pods are still on the node.
+        if let Some(id) = snapshot.node_id(&node) {
+            let _ = snapshot.add_pod(pod, id);
+        }
+    }
     let registered = view.nodes.len();
+    // What upstream compares with --max-nodes-total: the snapshot's nodes, i.e. registered nodes
+    // with starting ones replaced by their upcoming stand-ins (so each is counted once).
+    let snapshot_node_count = snapshot.node_count();
+
+    // Upstream's "ready nodes" for the scale-up gates: ready and not cordoned.
+    let ready_schedulable = view
+        .nodes
+        .iter()
+        .filter(|n| !n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false))
+        .filter(|n| state.is_ready(n.metadata.name.as_deref().unwrap_or("")))
+        .count();
 
     // Scale-up.
+    let up_ctx = ScaleUpContext {
+        cloud,
+        state,
+        options,
+        templates: &templates,
+        priority_config: view.priority_expander_config(&options.namespace),
+        priority_config_map_exists: view.priority_expander_config_map(&options.namespace).is_some(),
+        now,
+        current_node_count: snapshot_node_count,
+        registered_nodes: registered,
+        unmanaged_capacity,
+    };
     let mut scale_up = if !state.healthy {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "cluster is unhealthy: too many unready nodes")
-    } else if !options.scale_up_from_zero && state.ready == 0 {
+    } else if !options.scale_up_from_zero && ready_schedulable == 0 {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "no ready nodes and --scale-up-from-zero=false")
     } else {
         let filtered = filter_out_schedulable(&mut snapshot, pending.clone());
@@ -210,7 +249,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
         let mut plan = if to_help.is_empty() {
             ScaleUpPlan::empty(ScaleUpResult::NotNeeded, "no unschedulable pods need new nodes")
-        } else if options.max_nodes_total > 0 && state.ready >= options.max_nodes_total {
+        } else if options.max_nodes_total > 0 && ready_schedulable >= options.max_nodes_total {
             let mut p = ScaleUpPlan::empty(ScaleUpResult::LimitedByMaxNodesTotal, "max total nodes in cluster reached");
             p.pods_remain_unschedulable = to_help
                 .iter()
@@ -224,28 +263,30 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         } else if all_pods_very_new(&to_help, now) {
             ScaleUpPlan::empty(ScaleUpResult::InCooldown, "unschedulable pods are very new, waiting one loop for more")
         } else {
-            let ctx = ScaleUpContext {
-                cloud,
-                state,
-                options,
-                templates: &templates,
-                priority_config: view.priority_expander_config(&options.namespace),
-                priority_config_map_exists: view.priority_expander_config_map(&options.namespace).is_some(),
-                now,
-                current_node_count: registered + upcoming_count,
-                registered_nodes: registered,
-                unmanaged_capacity,
-            };
-            plan_scale_up(&ctx, &mut snapshot, &to_help, expander)
+            plan_scale_up(&up_ctx, &mut snapshot, &to_help, expander)
         };
         plan.pods_fit_existing_nodes = filtered.fit_existing.iter().map(|p| p.key.to_string()).collect();
         plan
     };
-    if options.enforce_node_group_min_size && scale_up.increases.is_empty() && state.healthy {
-        enforce_min_sizes(cloud, &mut scale_up, options, registered + upcoming_count);
+    // Upstream raises groups to their minimum after scale-down, so that step does not put
+    // scale-down in cooldown.
+    let scaled_up = !scale_up.increases.is_empty();
+    if options.enforce_node_group_min_size && state.healthy {
+        let raised = plan_min_size_scale_up(&up_ctx, &scale_up.increases);
+        if !raised.is_empty() {
+            let summary: Vec<String> = raised
+                .iter()
+                .map(|i| {
+                    format!("{} {}->{} (min: {})", i.node_group, i.current_size, i.new_size, min_size_of(cloud, i))
+                })
+                .collect();
+            let text = format!("raising node groups to their minimum size: {}", summary.join(", "));
+            scale_up.message = if scaled_up { format!("{}; {text}", scale_up.message) } else { text };
+            scale_up.result = ScaleUpResult::Successful;
+            scale_up.increases.extend(raised);
+        }
     }
     scale_up.pods_ignored = ignored;
-    let scaled_up = !scale_up.increases.is_empty();
 
     // Scale-down.
     let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
@@ -326,32 +367,8 @@ fn disabled_scale_down(why: &str) -> ScaleDownPlan {
     }
 }
 
-/// `--enforce-node-group-min-size`: raise groups below their minimum to it.
-fn enforce_min_sizes(cloud: &CloudState, plan: &mut ScaleUpPlan, options: &AutoscalingOptions, mut node_count: usize) {
-    for g in &cloud.groups {
-        if g.target_size >= g.min_size {
-            continue;
-        }
-        let mut delta = g.min_size - g.target_size;
-        if options.max_nodes_total > 0 {
-            delta = delta.min(options.max_nodes_total.saturating_sub(node_count));
-        }
-        if delta == 0 {
-            continue;
-        }
-        node_count += delta;
-        plan.increases.push(super::plan::GroupIncrease {
-            node_group: g.id.clone(),
-            delta,
-            current_size: g.target_size,
-            new_size: g.target_size + delta,
-            max_size: g.max_size,
-        });
-    }
-    if !plan.increases.is_empty() {
-        plan.result = ScaleUpResult::Successful;
-        plan.message = "raising node groups to their minimum size".into();
-    }
+fn min_size_of(cloud: &CloudState, increase: &super::plan::GroupIncrease) -> usize {
+    cloud.group(&increase.node_group).map_or(0, |g| g.min_size)
 }
 
 /// Requests of a set of pods (used by reports).

@@ -14,13 +14,26 @@ pub enum Readiness {
     Unready,
 }
 
-/// Whether the kubelet reports the node Ready (condition `Ready=True`).
+/// Taints the node lifecycle controller sets on nodes that cannot run pods.
+const NOT_READY_TAINTS: &[&str] =
+    &["node.kubernetes.io/not-ready", "node.kubernetes.io/disk-pressure", "node.kubernetes.io/network-unavailable"];
+
+/// Upstream's readiness of a node: condition `Ready=True`, no `DiskPressure=True` or
+/// `NetworkUnavailable=True` condition, and none of the matching not-ready taints.
 pub fn reports_ready(node: &Node) -> bool {
-    node.status
+    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+    let ready = conditions.iter().find(|c| c.type_ == "Ready").is_some_and(|c| c.status == "True");
+    let impaired = conditions
+        .iter()
+        .any(|c| matches!(c.type_.as_str(), "DiskPressure" | "NetworkUnavailable") && c.status == "True");
+    let tainted = node
+        .spec
         .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True")
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[])
+        .iter()
+        .any(|t| NOT_READY_TAINTS.contains(&t.key.as_str()));
+    ready && !impaired && !tainted
 }
 
 /// A startup taint (by prefix, or a key given with `--startup-taint`): the node is still

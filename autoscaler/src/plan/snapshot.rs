@@ -2,10 +2,13 @@
 //! or several YAML documents), from files or stdin. Objects the autoscaler does not use are
 //! ignored; a malformed object is an error naming the file, the item and the field.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -128,8 +131,16 @@ fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) ->
     let item = describe(&obj, position);
     let group = api_version.split_once('/').map_or("", |(g, _)| g);
     match (group, kind.as_str()) {
-        ("", "Node") => view.nodes.push(typed(obj, file, &item)?),
-        ("", "Pod") => view.pods.push(typed(obj, file, &item)?),
+        ("", "Node") => {
+            let node: Arc<Node> = typed(obj, file, &item)?;
+            check_quantities(node_quantities(&node), file, &item)?;
+            view.nodes.push(node);
+        }
+        ("", "Pod") => {
+            let pod: Arc<Pod> = typed(obj, file, &item)?;
+            check_quantities(pod_quantities(&pod), file, &item)?;
+            view.pods.push(pod);
+        }
         ("", "ReplicationController") => view.replication_controllers.push(typed(obj, file, &item)?),
         ("", "ConfigMap") => view.config_maps.push(typed(obj, file, &item)?),
         ("", "Namespace") => view.namespaces.push(typed(obj, file, &item)?),
@@ -152,6 +163,50 @@ fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) ->
             });
         }
         _ => {} // Not something the autoscaler uses.
+    }
+    Ok(())
+}
+
+type QuantityList<'a> = Option<&'a BTreeMap<String, Quantity>>;
+
+/// The resource lists of a pod the autoscaler reads, with their field paths.
+fn pod_quantities(pod: &Pod) -> Vec<(String, QuantityList<'_>)> {
+    let Some(spec) = pod.spec.as_ref() else { return Vec::new() };
+    let mut lists = Vec::new();
+    let containers = [("containers", Some(&spec.containers)), ("initContainers", spec.init_containers.as_ref())];
+    for (kind, list) in containers {
+        for (i, c) in list.into_iter().flatten().enumerate() {
+            let resources = c.resources.as_ref();
+            lists.push((format!("spec.{kind}[{i}].resources.requests"), resources.and_then(|r| r.requests.as_ref())));
+            lists.push((format!("spec.{kind}[{i}].resources.limits"), resources.and_then(|r| r.limits.as_ref())));
+        }
+    }
+    lists.push(("spec.overhead".into(), spec.overhead.as_ref()));
+    lists
+}
+
+fn node_quantities(node: &Node) -> Vec<(String, QuantityList<'_>)> {
+    let status = node.status.as_ref();
+    vec![
+        ("status.capacity".into(), status.and_then(|s| s.capacity.as_ref())),
+        ("status.allocatable".into(), status.and_then(|s| s.allocatable.as_ref())),
+    ]
+}
+
+/// Every quantity must parse: the API server would have refused the object, and reading a bad
+/// one as zero would silently change the decision.
+fn check_quantities(lists: Vec<(String, QuantityList<'_>)>, file: &str, item: &str) -> Result<(), SnapshotError> {
+    for (path, list) in lists {
+        for (name, quantity) in list.into_iter().flatten() {
+            if let Err(e) = simulator::quantity::parse_milli(&quantity.0) {
+                return Err(SnapshotError::Object {
+                    file: file.into(),
+                    item: item.into(),
+                    field: format!("{path}.{name}"),
+                    message: e.to_string(),
+                });
+            }
+        }
     }
     Ok(())
 }

@@ -350,6 +350,47 @@ pub fn plan_scale_up(
     plan
 }
 
+/// `--enforce-node-group-min-size`: raises every group whose target (after `already`, this
+/// loop's scale-up) is below its minimum, as upstream's `ScaleUpToNodeGroupMinSize` does. Groups
+/// that are unhealthy, backed off, without template, or whose one more node would break a
+/// cluster resource limit are skipped. Each group is capped on its own by the resource limits
+/// left before this loop's scale-ups, and by `--max-nodes-total` compared with the group's own
+/// target size: that is what upstream does here, not the cluster node count.
+pub fn plan_min_size_scale_up(ctx: &ScaleUpContext, already: &[GroupIncrease]) -> Vec<GroupIncrease> {
+    let left = resources_left(ctx);
+    let mut out = Vec::new();
+    for group in &ctx.cloud.groups {
+        let target = already.iter().find(|i| i.node_group == group.id).map_or(group.target_size, |i| i.new_size);
+        if !group.exists || target >= group.min_size {
+            continue;
+        }
+        let gs = ctx.state.group(&group.id);
+        if gs.is_none_or(|g| !g.healthy || g.backoff.is_some()) {
+            continue;
+        }
+        let Some(delta) = delta_of(ctx, group) else { continue };
+        if !left.exceeded(&delta, 1).is_empty() {
+            continue;
+        }
+        let mut count = left.cap(&delta, group.min_size - target);
+        let max_total = ctx.options.max_nodes_total;
+        if max_total > 0 && count + target > max_total {
+            count = max_total.saturating_sub(target);
+        }
+        if count == 0 {
+            continue;
+        }
+        out.push(GroupIncrease {
+            node_group: group.id.clone(),
+            delta: count,
+            current_size: target,
+            new_size: target + count,
+            max_size: group.max_size,
+        });
+    }
+    out
+}
+
 /// Valid groups similar to `group` that can take every pod group `group` can.
 fn similar_groups(
     ctx: &ScaleUpContext,
