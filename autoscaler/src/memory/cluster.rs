@@ -93,6 +93,8 @@ pub struct MemoryCluster {
     /// HorizontalPodAutoscalers are stored and listed here; the embedded HPA loop reads them
     /// and acts through the `scale` port, so the cluster runs no HPA controller of its own.
     pub(super) hpas: Kind<HorizontalPodAutoscaler>,
+    /// WatermarkPodAutoscalers (a CRD: stored and listed only; their controller is embedded).
+    pub(super) wpas: Vec<Arc<crate::hpa::wpa::WatermarkPodAutoscaler>>,
     pub(super) events: Vec<RecordedEvent>,
 
     pub(super) timers: BTreeSet<(Timestamp, Timer)>,
@@ -136,6 +138,7 @@ impl MemoryCluster {
             config_maps: Kind::default(),
             namespaces: Kind::default(),
             hpas: Kind::default(),
+            wpas: Vec::new(),
             events: Vec::new(),
             timers: BTreeSet::new(),
             dirty: BTreeSet::new(),
@@ -203,8 +206,17 @@ impl MemoryCluster {
             config_maps: self.config_maps.list(),
             namespaces: self.namespaces.list(),
             hpas: self.hpas.list(),
-            wpas: Vec::new(),
+            wpas: self.wpas.clone(),
         }
+    }
+
+    /// Adds (or replaces, by namespace and name) a WatermarkPodAutoscaler.
+    pub fn apply_wpa(&mut self, wpa: crate::hpa::wpa::WatermarkPodAutoscaler) {
+        let same = |w: &Arc<crate::hpa::wpa::WatermarkPodAutoscaler>| {
+            w.metadata.namespace == wpa.metadata.namespace && w.metadata.name == wpa.metadata.name
+        };
+        self.wpas.retain(|w| !same(w));
+        self.wpas.push(Arc::new(wpa));
     }
 
     /// Every Event recorded so far, oldest first.

@@ -43,6 +43,8 @@ pub struct Outcome {
     pub scale_downs: usize,
     pub deletion_failures: usize,
     pub evictions: usize,
+    /// Scale changes the pod autoscalers applied.
+    pub pod_rescales: usize,
     #[serde(flatten)]
     pub metrics: MetricsSummary,
     #[serde(skip)]
@@ -217,6 +219,15 @@ pub async fn run_observed(
     let wall = Instant::now();
     let options: AutoscalingOptions = world::options(&scenario.flags, extra_flags)?;
     let world = world::build(scenario, &options)?;
+    let loads = super::load::parse_loads(&scenario.loads)
+        .map_err(|message| WorldError::Invalid { field: "loads".into(), message })?;
+    let has_pod_autoscalers = !loads.is_empty()
+        || scenario.objects.iter().any(|o| o.get("kind").and_then(Value::as_str) == Some("HorizontalPodAutoscaler"))
+        || scenario.events.iter().any(|e| matches!(&e.action, Action::Create(o) if o.get("kind").and_then(Value::as_str) == Some("HorizontalPodAutoscaler")));
+    let metrics: Option<Arc<dyn crate::hpa::MetricsSource + Send + Sync>> = has_pod_autoscalers.then(|| {
+        Arc::new(super::load::LoadModel::new(loads, scenario.start, world.handle.clone()))
+            as Arc<dyn crate::hpa::MetricsSource + Send + Sync>
+    });
     let expander = expander::Expander::with_seed(&options.expander, scenario.seed)
         .map_err(|e| SimulateError::World(WorldError::Flags(format!("--expander: {e}"))))?;
     let scan_interval = options.scan_interval;
@@ -227,7 +238,7 @@ pub async fn run_observed(
         actions: world.handle.clone(),
         clock: world.clock.clone(),
         expander,
-        metrics: None,
+        metrics,
     });
     let groups: Vec<GroupInfo> = scenario
         .groups
@@ -283,6 +294,30 @@ pub async fn run_observed(
             }
         }
         world.handle.lock().advance(now);
+        if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| now >= t) {
+            let r = autoscaler.sync_pod_autoscalers().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
+            for (name, target, from, to) in &r.rescaled {
+                counts.pod_rescales += 1;
+                timeline.push(
+                    now,
+                    "podAutoscaler",
+                    json!({"autoscaler": name, "target": target, "from": from, "to": to}),
+                );
+            }
+            if keep_timeline {
+                for e in &r.events {
+                    timeline.push(
+                        now,
+                        "event",
+                        json!({"object": format!("{}/{}", e.object.kind, e.object.name), "type": e.event_type.as_str(), "reason": e.reason, "message": e.message}),
+                    );
+                }
+            }
+            if r.anticipated > 0 {
+                // HPA-aware scale-up: the node autoscaler looks at once at the pods to come.
+                next_loop = now;
+            }
+        }
         let mut loop_report = None;
         if now >= next_loop {
             let report = autoscaler.run_once().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
@@ -366,7 +401,8 @@ pub async fn run_observed(
             break;
         }
         let next_event = queue.first().map_or(end, |p| p.at);
-        now = next_loop.min(next_event).min(end).max(plus(now, Duration::from_millis(1)));
+        let next_sync = autoscaler.next_pod_autoscaler_sync().unwrap_or(end);
+        now = next_loop.min(next_event).min(next_sync).min(end).max(plus(now, Duration::from_millis(1)));
     }
     let view = world.handle.lock().view();
     progress(1.0);
@@ -380,6 +416,7 @@ pub async fn run_observed(
         scale_downs: counts.scale_downs,
         deletion_failures: counts.deletion_failures,
         evictions: counts.evictions,
+        pod_rescales: counts.pod_rescales,
         metrics: metrics.finish(end, &view),
         timeline: timeline.entries,
     })
@@ -393,4 +430,5 @@ struct Counts {
     scale_downs: usize,
     deletion_failures: usize,
     evictions: usize,
+    pod_rescales: usize,
 }

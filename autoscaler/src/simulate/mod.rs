@@ -3,6 +3,7 @@
 //! scenario it runs the built-in day in the life of a cluster (`deploy/examples/scenarios/day.yaml`).
 
 pub mod driver;
+pub mod load;
 pub mod metrics;
 pub mod report;
 pub mod scenario;
@@ -43,6 +44,30 @@ pub struct SimulateArgs {
     /// Autoscaler flags that override the scenario's (e.g. `--flag=--expander=price`); repeatable.
     #[arg(long = "flag", action = clap::ArgAction::Append, allow_hyphen_values = true)]
     pub flags: Vec<String>,
+
+    /// Run the scenario a second time with `--hpa-aware-scale-up=false` and compare the
+    /// pending-pod seconds.
+    #[arg(long = "compare-hpa-aware")]
+    pub compare_hpa_aware: bool,
+}
+
+/// Pending pods with and without HPA-aware scale-up.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HpaAwareComparison {
+    pub with_hpa_aware: metrics::Distribution,
+    pub without_hpa_aware: metrics::Distribution,
+    pub cost_with: f64,
+    pub cost_without: f64,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonSummary<'a> {
+    #[serde(flatten)]
+    outcome: &'a Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hpa_aware_comparison: Option<&'a HpaAwareComparison>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +116,25 @@ pub async fn run(args: &SimulateArgs) -> Result<String, SimulateCommandError> {
         }
     })
     .await?;
+    let comparison = if args.compare_hpa_aware {
+        let mut flags = args.flags.clone();
+        flags.push("--hpa-aware-scale-up=false".into());
+        let without = driver::run(&scenario, &flags, false, |done| {
+            if let Some(b) = &bar {
+                b.set_message("(again without HPA-aware scale-up)");
+                b.set_position((done * 1000.0) as u64);
+            }
+        })
+        .await?;
+        Some(HpaAwareComparison {
+            with_hpa_aware: outcome.metrics.pending_seconds.clone(),
+            without_hpa_aware: without.metrics.pending_seconds.clone(),
+            cost_with: outcome.metrics.total_cost,
+            cost_without: without.metrics.total_cost,
+        })
+    } else {
+        None
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -108,10 +152,17 @@ pub async fn run(args: &SimulateArgs) -> Result<String, SimulateCommandError> {
     let _ = std::io::stderr().flush();
     Ok(match args.output {
         OutputFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&outcome).expect("outcomes serialize");
+            let summary = JsonSummary { outcome: &outcome, hpa_aware_comparison: comparison.as_ref() };
+            let mut s = serde_json::to_string_pretty(&summary).expect("outcomes serialize");
             s.push('\n');
             s
         }
-        OutputFormat::Text => report::text(&outcome),
+        OutputFormat::Text => {
+            let mut text = report::text(&outcome);
+            if let Some(c) = &comparison {
+                text.push_str(&report::comparison(c));
+            }
+            text
+        }
     })
 }

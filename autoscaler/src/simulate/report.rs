@@ -73,6 +73,18 @@ pub fn text(o: &Outcome) -> String {
 /// A named series of a chart: its value at each sample.
 type Series<'a> = (String, Box<dyn Fn(&Sample) -> f64 + 'a>);
 
+pub fn comparison(c: &super::HpaAwareComparison) -> String {
+    format!(
+        "\nHPA-aware scale-up: pending pod-hours {:.2} with, {:.2} without; pending p95 {} with, {} without; cost {:.2} with, {:.2} without.\n",
+        c.with_hpa_aware.total / 3600.0,
+        c.without_hpa_aware.total / 3600.0,
+        secs(c.with_hpa_aware.p95),
+        secs(c.without_hpa_aware.p95),
+        c.cost_with,
+        c.cost_without
+    )
+}
+
 const COLORS: &[&str] = &["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
 
 fn escape(s: &str) -> String {

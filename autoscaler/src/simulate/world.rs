@@ -183,6 +183,10 @@ pub fn build(scenario: &Scenario, options: &AutoscalingOptions) -> Result<World,
     let mut cluster = MemoryCluster::new(cluster_config, time.clone(), Some(cloud.clone()));
     for (i, o) in scenario.objects.iter().enumerate() {
         let field = format!("objects[{i}]");
+        if o.get("kind").and_then(Value::as_str) == Some("WatermarkPodAutoscaler") {
+            cluster.apply_wpa(typed(o.clone(), &field)?);
+            continue;
+        }
         let object = cluster_object(o.clone(), &field)?;
         cluster.apply(object).map_err(|e| WorldError::Invalid { field, message: e.to_string() })?;
     }
