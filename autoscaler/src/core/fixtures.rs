@@ -169,3 +169,43 @@ pub fn anti_affinity_surge() -> (ClusterView, CloudState) {
     let cloud = cloud(groups, &view.nodes);
     (view, cloud)
 }
+
+/// A large running cluster for one control-loop iteration: 5,000 nodes in 10 groups of 500,
+/// 140,000 running pods (28 per node, 96% of cpu: no scale-down candidates) and 10,000 pending
+/// pods of 10 Deployments that fit no existing node. Returns the view and a cloud-config for
+/// the static provider (groups by the `group` label).
+pub fn run_once_large() -> (ClusterView, String) {
+    let mut view = ClusterView::default();
+    let mut config = String::from("nodeGroups:\n");
+    for g in 0..10 {
+        let id = format!("ng-{g}");
+        config.push_str(&format!(
+            "- id: {id}\n  minSize: 0\n  maxSize: 1000\n  nodeSelector: {{group: {id}}}\n  pricePerHour: 0.4\n"
+        ));
+        for i in 0..500 {
+            let mut n = node(&format!("{id}-{i:03}"), &id, 7900, 32, 110);
+            n.spec.get_or_insert_with(Default::default).provider_id = None;
+            view.nodes.push(Arc::new(n));
+        }
+    }
+    for d in 0..10 {
+        let rs = format!("running-{d}");
+        view.replicasets.push(Arc::new(replicaset(&rs, 14_000)));
+    }
+    let mut k = 0;
+    for (i, n) in view.nodes.clone().iter().enumerate() {
+        for j in 0..28 {
+            let rs = format!("running-{}", (i + j) % 10);
+            view.pods.push(Arc::new(rs_pod(&rs, k, 270, 512, n.metadata.name.as_deref(), false)));
+            k += 1;
+        }
+    }
+    for d in 0..10 {
+        let rs = format!("pending-{d}");
+        view.replicasets.push(Arc::new(replicaset(&rs, 1000)));
+        for i in 0..1000 {
+            view.pods.push(Arc::new(rs_pod(&rs, i, 500, 1024, None, false)));
+        }
+    }
+    (view, config)
+}
