@@ -195,6 +195,32 @@ impl Selector {
     }
 }
 
+/// The string form of a label selector (what `/scale` reports in `status.selector` and
+/// `kubectl -l` takes): requirements sorted by key, `matchLabels` before expressions.
+pub fn format_label_selector(selector: &LabelSelector) -> String {
+    let mut requirements: Vec<(String, String)> = Vec::new();
+    for (key, value) in selector.match_labels.iter().flatten() {
+        requirements.push((key.clone(), format!("{key}={value}")));
+    }
+    for expression in selector.match_expressions.iter().flatten() {
+        let mut values = expression.values.clone().unwrap_or_default();
+        values.sort();
+        values.dedup();
+        let key = &expression.key;
+        let text = match expression.operator.as_str() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.clone(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other} ({})", values.join(",")),
+        };
+        requirements.push((key.clone(), text));
+    }
+    // A stable sort by key keeps matchLabels before expressions on the same key.
+    requirements.sort_by(|a, b| a.0.cmp(&b.0));
+    requirements.into_iter().map(|(_, text)| text).collect::<Vec<_>>().join(",")
+}
+
 /// A compiled `NodeSelector` (required node affinity): the terms are ORed, the requirements of
 /// one term ANDed. A term without requirements matches no node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -278,6 +304,21 @@ mod tests {
         assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "a"), ("canary", "1")]))));
         assert!(!s.matches(Some(&labels(&[("app", "web"), ("tier", "a"), ("zone", "z1")]))));
         assert_eq!(s.required_equality(), Some(("app", "web")));
+    }
+
+    #[test]
+    fn selector_string_sorts_requirements_by_key_like_the_scale_subresource() {
+        let selector: LabelSelector = serde_json::from_value(json!({
+            "matchLabels": {"tier": "web", "app": "shop"},
+            "matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["b", "a"]},
+                {"key": "env", "operator": "NotIn", "values": ["dev"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "owner", "operator": "Exists"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(format_label_selector(&selector), "app=shop,!canary,env notin (dev),owner,tier=web,zone in (a,b)");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use simulator::labels::Selector;
 
 use super::cluster::{MemoryCluster, Workload};
 use super::pods::{is_ready, is_terminating, phase};
-use super::selector::format_label_selector;
+use simulator::labels::format_label_selector;
 use super::store::ObjectKey;
 use crate::ports::{EvictionError, PortError, Scale, ScaleTarget};
 

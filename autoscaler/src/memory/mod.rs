@@ -50,7 +50,6 @@ mod pods;
 mod ports;
 mod preemption;
 mod scheduler;
-mod selector;
 mod store;
 
 #[cfg(test)]
@@ -62,5 +61,5 @@ pub use config::{MemoryClusterConfig, RUN_DURATION_ANNOTATION, SYSTEM_CLUSTER_CR
 pub use nodes::NOT_READY_TAINT;
 pub use objects::{ClusterObject, MemoryClusterError, ObjectKind};
 pub use ports::{MemoryClusterHandle, VirtualClock};
-pub use selector::format_label_selector;
+pub use simulator::labels::format_label_selector;
 pub use store::ObjectKey;
