@@ -1,16 +1,25 @@
 //! Building the cloud provider named by `--cloud-provider`.
+//!
+//! - `static`: node groups from `--nodes` and a `--cloud-config` YAML file; target sizes in
+//!   memory, nodes never created (for `plan`, tests and clusters whose nodes are managed by hand).
+//! - `memory`: node groups as in a `simulate` scenario's `nodeGroups` (the `--cloud-config`
+//!   file); new instances become Node objects after their provisioning delay and deleted ones
+//!   disappear (the controller creates and deletes the Node objects, like upstream's kwok
+//!   provider): an autoscaler you can watch at work on any cluster, with fake nodes.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use cloudprovider::memory::{MemoryCloudProvider, SharedTime};
 use cloudprovider::static_provider::{StaticCloudProvider, StaticConfig};
 use cloudprovider::{CloudProvider, ResourceLimiter};
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::jiff::Timestamp;
 
-use crate::config::DecisionFlags;
+use crate::config::{AutoscalingOptions, DecisionFlags};
 
 /// Providers this binary is built with.
-pub const AVAILABLE: &[&str] = &["static"];
+pub const AVAILABLE: &[&str] = &["static", "memory"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
@@ -18,13 +27,13 @@ pub enum ProviderError {
     Unknown(String),
     #[error(transparent)]
     Static(#[from] cloudprovider::static_provider::ConfigError),
+    #[error("--cloud-config: {0}")]
+    Memory(String),
+    #[error("--cloud-provider=memory needs --cloud-config with nodeGroups")]
+    MemoryWithoutConfig,
 }
 
-pub fn build(
-    flags: &DecisionFlags,
-    nodes: &[Node],
-    limiter: ResourceLimiter,
-) -> Result<Arc<StaticCloudProvider>, ProviderError> {
+pub fn build(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) -> Result<Arc<StaticCloudProvider>, ProviderError> {
     match flags.cloud_provider.as_str() {
         "static" => {
             let path = (!flags.cloud_config.is_empty()).then(|| Path::new(&flags.cloud_config));
@@ -36,10 +45,44 @@ pub fn build(
 }
 
 /// The same, as a trait object.
-pub fn build_dyn(
-    flags: &DecisionFlags,
-    nodes: &[Node],
-    limiter: ResourceLimiter,
-) -> Result<Arc<dyn CloudProvider>, ProviderError> {
+pub fn build_dyn(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) -> Result<Arc<dyn CloudProvider>, ProviderError> {
     Ok(build(flags, nodes, limiter)?)
+}
+
+/// A provider for the controller.
+pub enum Built {
+    Static(Arc<StaticCloudProvider>),
+    /// The memory provider and its clock (advanced by the controller to the wall clock).
+    Memory(Arc<MemoryCloudProvider>, SharedTime),
+}
+
+impl Built {
+    pub fn provider(&self) -> Arc<dyn CloudProvider> {
+        match self {
+            Built::Static(p) => p.clone(),
+            Built::Memory(p, _) => p.clone(),
+        }
+    }
+}
+
+/// Builds the provider for the controller (`static` or `memory`).
+pub fn build_for_controller(flags: &DecisionFlags, options: &AutoscalingOptions, nodes: &[Node], now: Timestamp) -> Result<Built, ProviderError> {
+    match flags.cloud_provider.as_str() {
+        "memory" => {
+            if flags.cloud_config.is_empty() {
+                return Err(ProviderError::MemoryWithoutConfig);
+            }
+            let text = std::fs::read_to_string(&flags.cloud_config)
+                .map_err(|e| ProviderError::Memory(format!("{}: {e}", flags.cloud_config)))?;
+            let groups = crate::simulate::scenario::parse_node_groups(&text, &flags.cloud_config)
+                .map_err(|e| ProviderError::Memory(e.to_string()))?;
+            let mut config = crate::simulate::world::provider_config(&groups, &options.node_group_defaults)
+                .map_err(|e| ProviderError::Memory(e.to_string()))?;
+            config.resource_limiter = options.resource_limiter();
+            let time = SharedTime::new(now);
+            let provider = MemoryCloudProvider::new(config, time.clone()).map_err(|e| ProviderError::Memory(e.to_string()))?;
+            Ok(Built::Memory(Arc::new(provider), time))
+        }
+        _ => Ok(Built::Static(build(flags, nodes, options.resource_limiter())?)),
+    }
 }

@@ -18,11 +18,13 @@ mod actions;
 mod client;
 mod errors;
 mod events;
+mod metrics;
 mod rate_limit;
 mod reader;
 
 pub use actions::{EVENT_SOURCE_COMPONENT, KubeActions, KubeActionsOptions, STATUS_LAST_UPDATED_ANNOTATION};
 pub use client::{KubeClientError, KubeClientOptions, KubeClients, load_config};
 pub use events::DEFAULT_EVENT_DEDUP_WINDOW;
+pub use metrics::KubeMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
 pub use reader::{KubeCluster, KubeClusterOptions};

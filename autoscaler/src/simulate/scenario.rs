@@ -359,57 +359,7 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         pod_startup_delay: opt_duration("cluster.podStartupDelay", &cluster.pod_startup_delay)?,
         job_run_duration: opt_duration("cluster.jobRunDuration", &cluster.job_run_duration)?,
     };
-    let mut groups = Vec::new();
-    for (i, g) in raw.node_groups.into_iter().enumerate() {
-        let field = |f: &str| format!("nodeGroups[{i}].{f}");
-        if g.id.value.is_empty() {
-            return Err(ctx.err(field("id"), line(&g.id), "must not be empty"));
-        }
-        if groups.iter().any(|other: &GroupSpec| other.id == g.id.value) {
-            return Err(ctx.err(field("id"), line(&g.id), format!("duplicate node group id {:?}", g.id.value)));
-        }
-        if g.min_size.value > g.max_size.value {
-            return Err(ctx.err(
-                field("minSize"),
-                line(&g.min_size),
-                format!("min size {} is greater than max size {}", g.min_size.value, g.max_size.value),
-            ));
-        }
-        let initial = g.initial_size.as_ref().map_or(g.min_size.value, |s| s.value);
-        if let Some(s) = &g.initial_size
-            && (s.value > g.max_size.value || s.value < g.min_size.value)
-        {
-            return Err(ctx.err(
-                field("initialSize"),
-                line(s),
-                format!("{} is outside [{}, {}]", s.value, g.min_size.value, g.max_size.value),
-            ));
-        }
-        if let Some(p) = &g.price_per_hour
-            && (p.value.is_nan() || p.value < 0.0)
-        {
-            return Err(ctx.err(field("pricePerHour"), line(p), "must not be negative"));
-        }
-        let template: Node =
-            serde_path_to_error::deserialize(normalize_quantities(g.template.value.clone())).map_err(|e| {
-                ctx.err(format!("{}.{}", field("template"), e.path()), line(&g.template), e.inner().to_string())
-            })?;
-        let provisioning_delay = match &g.provisioning_delay {
-            Some(d) => ctx.duration(&field("provisioningDelay"), d)?,
-            None => Duration::from_secs(120),
-        };
-        groups.push(GroupSpec {
-            id: g.id.value.clone(),
-            min_size: g.min_size.value,
-            max_size: g.max_size.value,
-            initial_size: initial,
-            price_per_hour: g.price_per_hour.map(|p| p.value),
-            provisioning_delay,
-            zero_or_max: g.zero_or_max,
-            options: g.options.map(|o| o.value),
-            template,
-        });
-    }
+    let groups = parse_groups(&ctx, raw.node_groups)?;
     let mut objects = Vec::new();
     for (i, o) in raw.objects.into_iter().enumerate() {
         check_object(&ctx, &format!("objects[{i}]"), &o)?;
@@ -501,6 +451,88 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         events,
         loads: raw.loads.into_iter().map(|l| l.value).collect(),
     })
+}
+
+
+fn parse_groups(ctx: &Ctx, raw_groups: Vec<RawGroup>) -> Result<Vec<GroupSpec>, ScenarioError> {
+    let mut groups = Vec::new();
+    for (i, g) in raw_groups.into_iter().enumerate() {
+        let field = |f: &str| format!("nodeGroups[{i}].{f}");
+        if g.id.value.is_empty() {
+            return Err(ctx.err(field("id"), line(&g.id), "must not be empty"));
+        }
+        if groups.iter().any(|other: &GroupSpec| other.id == g.id.value) {
+            return Err(ctx.err(field("id"), line(&g.id), format!("duplicate node group id {:?}", g.id.value)));
+        }
+        if g.min_size.value > g.max_size.value {
+            return Err(ctx.err(
+                field("minSize"),
+                line(&g.min_size),
+                format!("min size {} is greater than max size {}", g.min_size.value, g.max_size.value),
+            ));
+        }
+        let initial = g.initial_size.as_ref().map_or(g.min_size.value, |s| s.value);
+        if let Some(s) = &g.initial_size
+            && (s.value > g.max_size.value || s.value < g.min_size.value)
+        {
+            return Err(ctx.err(
+                field("initialSize"),
+                line(s),
+                format!("{} is outside [{}, {}]", s.value, g.min_size.value, g.max_size.value),
+            ));
+        }
+        if let Some(p) = &g.price_per_hour
+            && (p.value.is_nan() || p.value < 0.0)
+        {
+            return Err(ctx.err(field("pricePerHour"), line(p), "must not be negative"));
+        }
+        let template: Node =
+            serde_path_to_error::deserialize(normalize_quantities(g.template.value.clone())).map_err(|e| {
+                ctx.err(format!("{}.{}", field("template"), e.path()), line(&g.template), e.inner().to_string())
+            })?;
+        let provisioning_delay = match &g.provisioning_delay {
+            Some(d) => ctx.duration(&field("provisioningDelay"), d)?,
+            None => Duration::from_secs(120),
+        };
+        groups.push(GroupSpec {
+            id: g.id.value.clone(),
+            min_size: g.min_size.value,
+            max_size: g.max_size.value,
+            initial_size: initial,
+            price_per_hour: g.price_per_hour.map(|p| p.value),
+            provisioning_delay,
+            zero_or_max: g.zero_or_max,
+            options: g.options.map(|o| o.value),
+            template,
+        });
+    }
+    Ok(groups)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawGroupsFile {
+    #[serde(default)]
+    node_groups: Vec<RawGroup>,
+}
+
+/// Node groups alone, in the scenario's `nodeGroups` format: the `--cloud-config` of the
+/// `memory` cloud provider.
+pub fn parse_node_groups(text: &str, file: &str) -> Result<Vec<GroupSpec>, ScenarioError> {
+    let ctx = Ctx { file };
+    let mut path = None;
+    let raw = serde_saphyr::with_deserializer_from_str(text, |d| {
+        serde_path_to_error::deserialize::<_, RawGroupsFile>(d).map_err(|e| {
+            path = Some(render_path(e.path()));
+            e.into_inner()
+        })
+    })
+    .map_err(|e| {
+        let message = DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
+        let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
+        ctx.err(path.clone().unwrap_or_default(), line, message)
+    })?;
+    parse_groups(&ctx, raw.node_groups)
 }
 
 fn check_object(ctx: &Ctx, field: &str, o: &Spanned<Value>) -> Result<(), ScenarioError> {

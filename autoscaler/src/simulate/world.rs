@@ -99,11 +99,11 @@ pub fn template(g: &GroupSpec) -> Node {
 }
 
 pub fn provider_config(
-    scenario: &Scenario,
+    groups_in: &[GroupSpec],
     defaults: &NodeGroupAutoscalingOptions,
 ) -> Result<MemoryProviderConfig, WorldError> {
     let mut groups = Vec::new();
-    for (i, g) in scenario.groups.iter().enumerate() {
+    for (i, g) in groups_in.iter().enumerate() {
         let mut spec = MemoryGroupSpec::new(
             g.id.clone(),
             g.min_size,
@@ -165,7 +165,7 @@ pub struct World {
 
 pub fn build(scenario: &Scenario, options: &AutoscalingOptions) -> Result<World, WorldError> {
     let time = SharedTime::new(scenario.start);
-    let config = provider_config(scenario, &options.node_group_defaults)?;
+    let config = provider_config(&scenario.groups, &options.node_group_defaults)?;
     let cloud = Arc::new(
         MemoryCloudProvider::new(config, time.clone())
             .map_err(|e| WorldError::Invalid { field: "nodeGroups".into(), message: e.to_string() })?,

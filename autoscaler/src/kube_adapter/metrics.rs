@@ -1,0 +1,155 @@
+//! Metrics for the embedded pod autoscalers from the cluster's metrics APIs
+//! (`metrics.k8s.io`, `custom.metrics.k8s.io`, `external.metrics.k8s.io`).
+//!
+//! The pod autoscalers' decision is synchronous, the API is not: before each sync the
+//! controller calls [`KubeMetrics::refresh`], which fetches pod metrics for the whole cluster in
+//! one call and the custom / external metrics the autoscalers reference, and the
+//! `MetricsSource` answers from that. An API that is not installed (404) just leaves its
+//! metrics missing, and the autoscalers report it as upstream's controllers do.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
+
+use ::kube::Client;
+use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, MetricIdentifier};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+use simulator::labels::{Selector, format_label_selector};
+
+use crate::core::ClusterView;
+use crate::hpa::{MetricsError, MetricsSource, PodMetricsInfo, PodResourceMetrics};
+use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
+
+#[derive(Default)]
+struct Fetched {
+    lists: MetricLists,
+    pods: Vec<Arc<Pod>>,
+}
+
+pub struct KubeMetrics {
+    client: Client,
+    fetched: RwLock<Fetched>,
+}
+
+/// `metric.selector` as the `labelSelector` query parameter.
+fn label_selector(metric: &MetricIdentifier) -> String {
+    metric.selector.as_ref().map(format_label_selector).unwrap_or_default()
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl KubeMetrics {
+    pub fn new(client: Client) -> Self {
+        KubeMetrics { client, fetched: RwLock::new(Fetched::default()) }
+    }
+
+    async fn get(&self, path: &str) -> Option<Value> {
+        let request = ::http::Request::get(path).body(Vec::new()).ok()?;
+        match self.client.request::<Value>(request).await {
+            Ok(v) => Some(v),
+            Err(error) => {
+                tracing::debug!(%path, %error, "metrics API call failed");
+                None
+            }
+        }
+    }
+
+    /// Fetches what the autoscalers of `view` will read.
+    pub async fn refresh(&self, view: &ClusterView) {
+        let mut lists = MetricLists::default();
+        if let Some(doc) = self.get("/apis/metrics.k8s.io/v1beta1/pods").await {
+            let _ = lists.add(&doc);
+        }
+        let mut external: BTreeSet<(String, String, String)> = BTreeSet::new();
+        let mut pods_metrics: BTreeSet<(String, String, String)> = BTreeSet::new();
+        let mut objects: BTreeSet<(String, String, String, String)> = BTreeSet::new();
+        for hpa in &view.hpas {
+            let namespace = hpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            for m in hpa.spec.iter().flat_map(|s| s.metrics.iter().flatten()) {
+                if let Some(e) = &m.external {
+                    external.insert((namespace.clone(), e.metric.name.clone(), label_selector(&e.metric)));
+                }
+                if let Some(p) = &m.pods {
+                    pods_metrics.insert((namespace.clone(), p.metric.name.clone(), label_selector(&p.metric)));
+                }
+                if let Some(o) = &m.object {
+                    let resource = format!("{}s", o.described_object.kind.to_lowercase());
+                    objects.insert((namespace.clone(), resource, o.described_object.name.clone(), o.metric.name.clone()));
+                }
+            }
+        }
+        for wpa in &view.wpas {
+            let namespace = wpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            for m in &wpa.spec.metrics {
+                if let Some(e) = &m.external {
+                    let selector = e.metric_selector.as_ref().map(format_label_selector).unwrap_or_default();
+                    external.insert((namespace.clone(), e.metric_name.clone(), selector));
+                }
+            }
+        }
+        for (namespace, metric, selector) in external {
+            let path = format!(
+                "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{}?labelSelector={}",
+                encode(&metric),
+                encode(&selector)
+            );
+            if let Some(mut doc) = self.get(&path).await {
+                // The answer is for this namespace only.
+                if let Some(meta) = doc.as_object_mut().map(|o| o.entry("metadata").or_insert_with(|| Value::Object(Default::default()))) {
+                    if let Some(m) = meta.as_object_mut() {
+                        m.insert("namespace".into(), Value::String(namespace.clone()));
+                    }
+                }
+                let _ = lists.add(&doc);
+            }
+        }
+        for (namespace, metric, selector) in pods_metrics {
+            let path = format!(
+                "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/*/{}?metricLabelSelector={}",
+                encode(&metric),
+                encode(&selector)
+            );
+            if let Some(doc) = self.get(&path).await {
+                let _ = lists.add(&doc);
+            }
+        }
+        for (namespace, resource, name, metric) in objects {
+            let path = format!("/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{}", encode(&metric));
+            if let Some(doc) = self.get(&path).await {
+                let _ = lists.add(&doc);
+            }
+        }
+        let mut fetched = self.fetched.write().unwrap_or_else(|p| p.into_inner());
+        *fetched = Fetched { lists, pods: view.pods.clone() };
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&FileMetrics) -> T) -> T {
+        let fetched = self.fetched.read().unwrap_or_else(|p| p.into_inner());
+        f(&FileMetrics { lists: &fetched.lists, pods: &fetched.pods })
+    }
+}
+
+impl MetricsSource for KubeMetrics {
+    fn pod_resource_metrics(&self, namespace: &str, selector: &Selector, resource: &str) -> Result<Arc<PodResourceMetrics>, MetricsError> {
+        self.with(|m| m.pod_resource_metrics(namespace, selector, resource))
+    }
+
+    fn pods_metric(&self, namespace: &str, metric: &MetricIdentifier, selector: &Selector) -> Result<Arc<PodMetricsInfo>, MetricsError> {
+        self.with(|m| m.pods_metric(namespace, metric, selector))
+    }
+
+    fn object_metric(&self, namespace: &str, metric: &MetricIdentifier, object: &CrossVersionObjectReference) -> Result<i64, MetricsError> {
+        self.with(|m| m.object_metric(namespace, metric, object))
+    }
+
+    fn external_metric(&self, namespace: &str, metric: &MetricIdentifier) -> Result<Vec<i64>, MetricsError> {
+        self.with(|m| m.external_metric(namespace, metric))
+    }
+}
