@@ -53,6 +53,14 @@ impl ClusterActions for NoActions {
     async fn update_hpa_status(&self, _: &str, _: &str, _: HorizontalPodAutoscalerStatus) -> Result<(), PortError> {
         Ok(())
     }
+    async fn update_wpa_status(
+        &self,
+        _: &str,
+        _: &str,
+        _: autoscaler::hpa::wpa::WatermarkPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        Ok(())
+    }
 }
 
 struct FixedClock(Timestamp);

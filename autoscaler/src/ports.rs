@@ -171,6 +171,14 @@ pub trait ClusterActions: Send + Sync {
         name: &str,
         status: HorizontalPodAutoscalerStatus,
     ) -> Result<(), PortError>;
+
+    /// Writes a WatermarkPodAutoscaler's status (the `status` subresource of the CRD).
+    async fn update_wpa_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: crate::hpa::wpa::WatermarkPodAutoscalerStatus,
+    ) -> Result<(), PortError>;
 }
 
 /// Time, real or virtual.

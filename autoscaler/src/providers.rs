@@ -33,7 +33,11 @@ pub enum ProviderError {
     MemoryWithoutConfig,
 }
 
-pub fn build(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) -> Result<Arc<StaticCloudProvider>, ProviderError> {
+pub fn build(
+    flags: &DecisionFlags,
+    nodes: &[Node],
+    limiter: ResourceLimiter,
+) -> Result<Arc<StaticCloudProvider>, ProviderError> {
     match flags.cloud_provider.as_str() {
         "static" => {
             let path = (!flags.cloud_config.is_empty()).then(|| Path::new(&flags.cloud_config));
@@ -45,7 +49,11 @@ pub fn build(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) ->
 }
 
 /// The same, as a trait object.
-pub fn build_dyn(flags: &DecisionFlags, nodes: &[Node], limiter: ResourceLimiter) -> Result<Arc<dyn CloudProvider>, ProviderError> {
+pub fn build_dyn(
+    flags: &DecisionFlags,
+    nodes: &[Node],
+    limiter: ResourceLimiter,
+) -> Result<Arc<dyn CloudProvider>, ProviderError> {
     Ok(build(flags, nodes, limiter)?)
 }
 
@@ -66,7 +74,12 @@ impl Built {
 }
 
 /// Builds the provider for the controller (`static` or `memory`).
-pub fn build_for_controller(flags: &DecisionFlags, options: &AutoscalingOptions, nodes: &[Node], now: Timestamp) -> Result<Built, ProviderError> {
+pub fn build_for_controller(
+    flags: &DecisionFlags,
+    options: &AutoscalingOptions,
+    nodes: &[Node],
+    now: Timestamp,
+) -> Result<Built, ProviderError> {
     match flags.cloud_provider.as_str() {
         "memory" => {
             if flags.cloud_config.is_empty() {
@@ -80,7 +93,8 @@ pub fn build_for_controller(flags: &DecisionFlags, options: &AutoscalingOptions,
                 .map_err(|e| ProviderError::Memory(e.to_string()))?;
             config.resource_limiter = options.resource_limiter();
             let time = SharedTime::new(now);
-            let provider = MemoryCloudProvider::new(config, time.clone()).map_err(|e| ProviderError::Memory(e.to_string()))?;
+            let provider =
+                MemoryCloudProvider::new(config, time.clone()).map_err(|e| ProviderError::Memory(e.to_string()))?;
             Ok(Built::Memory(Arc::new(provider), time))
         }
         _ => Ok(Built::Static(build(flags, nodes, options.resource_limiter())?)),

@@ -529,3 +529,54 @@ async fn the_kubernetes_flag_overrides_the_server_url() {
     let bad = KubeClientOptions { master_url: Some("not a url".into()), ..Default::default() };
     assert!(KubeClients::connect(&bad).await.unwrap_err().to_string().contains("--kubernetes"));
 }
+
+fn wpa_json(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "datadoghq.com/v1alpha1",
+        "kind": "WatermarkPodAutoscaler",
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [{"type": "External", "external": {
+                "metricName": "requests", "metricSelector": {"matchLabels": {"app": "web"}},
+                "highWatermark": "100", "lowWatermark": "50"
+            }}]
+        }
+    })
+}
+
+#[tokio::test]
+async fn wpas_are_watched_only_when_discovery_finds_the_crd_and_their_status_is_patched() {
+    let without = FakeApiServer::start().await;
+    assert!(!autoscaler::kube_adapter::wpa_crd_installed(&clients(&without).client).await);
+
+    let server = FakeApiServer::builder().watermark_pod_autoscalers(true).start().await;
+    server.seed_value(wpa_json("web")).unwrap();
+    let client = clients(&server).client;
+    assert!(autoscaler::kube_adapter::wpa_crd_installed(&client).await);
+    let options = KubeClusterOptions { watch_wpas: true, ..KubeClusterOptions::new("kube-system") };
+    let cluster = KubeCluster::start_with(client, options);
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.wpas.len(), 1);
+    assert_eq!(view.wpas[0].metadata.name.as_deref(), Some("web"));
+    assert_eq!(view.wpas[0].spec.max_replicas, 5);
+
+    let status = autoscaler::hpa::wpa::WatermarkPodAutoscalerStatus {
+        current_replicas: 2,
+        desired_replicas: 3,
+        ..Default::default()
+    };
+    actions(&server).update_wpa_status("default", "web", status).await.unwrap();
+    let path = "/apis/datadoghq.com/v1alpha1/namespaces/default/watermarkpodautoscalers/web/status";
+    assert_eq!(server.request_count(Verb::Patch, path), 1);
+    eventually("the reflector sees the WPA's new status", || {
+        let view = cluster.snapshot();
+        let seen = view.wpas.first().and_then(|w| w.status.as_ref()).is_some_and(|s| s.desired_replicas == 3);
+        async move { seen.then_some(()) }
+    })
+    .await;
+    // The spec is untouched by a status write.
+    assert_eq!(cluster.snapshot().wpas[0].spec.max_replicas, 5);
+}

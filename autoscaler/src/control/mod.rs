@@ -248,19 +248,14 @@ impl Autoscaler {
                             self.anticipated.extend(pods);
                         }
                     }
-                    Err(e) => {
-                        self.pod_scaling.rescale_failed(&a.name);
-                        a.events.retain(|e| e.reason != "SuccessfulRescale" && e.reason != "Scaling");
-                        a.events.push(crate::podscaling::EventSummary {
-                            event_type: "Warning".into(),
-                            reason: "FailedRescale".into(),
-                            message: format!("New size: {}; error: {e}", rescale.to),
-                        });
-                    }
+                    Err(e) => self.pod_scaling.rescale_failed(&mut a, &e.to_string(), now),
                 }
             }
             if let Some(status) = a.hpa_status.clone() {
                 let _ = self.actions.update_hpa_status(&namespace, &name, status).await;
+            }
+            if let Some(status) = a.wpa_status.clone() {
+                let _ = self.actions.update_wpa_status(&namespace, &name, status).await;
             }
             let object = ObjectRef {
                 api_version: if a.kind == "HorizontalPodAutoscaler" {
@@ -284,6 +279,7 @@ impl Autoscaler {
             }
             report.autoscalers.push(a);
         }
+        self.pod_scaling.rescales_done();
         Ok(report)
     }
 

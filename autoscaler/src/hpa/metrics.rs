@@ -77,46 +77,7 @@ pub(crate) type Usage<'a> = HashMap<&'a str, PodMetric, FastHash>;
 /// A fast non-cryptographic hash (rustc's Fx) for the per-reconcile maps keyed by pod names:
 /// they live for one calculation and hold the names of one workload, so SipHash's flooding
 /// resistance buys nothing, while hashing is a large share of a reconcile's cost.
-pub(crate) type FastHash = std::hash::BuildHasherDefault<FxHasher>;
-
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct FxHasher {
-    hash: u64,
-}
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
-    }
-}
-
-impl std::hash::Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
+pub(crate) type FastHash = rustc_hash::FxBuildHasher;
 
 /// Metric values the controllers read (from the metrics APIs, files, or a load model — other code
 /// implements it). Implementations return what the API returned; the controllers apply

@@ -336,6 +336,20 @@ impl ClusterActions for KubeActions {
         Ok(())
     }
 
+    async fn update_wpa_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: crate::hpa::wpa::WatermarkPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        let api: Api<crate::hpa::wpa::WatermarkPodAutoscaler> = Api::namespaced(self.clients.client.clone(), namespace);
+        let patch = json!({"status": status});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| port_error(e, "WatermarkPodAutoscaler", name))?;
+        Ok(())
+    }
+
     async fn record_event(&self, event: Event) -> Result<(), PortError> {
         let key = EventKey::of(&event);
         let action = self.event_memory().decide(&key, Instant::now(), self.options.event_dedup_window);

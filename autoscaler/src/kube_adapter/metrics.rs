@@ -81,7 +81,12 @@ impl KubeMetrics {
                 }
                 if let Some(o) = &m.object {
                     let resource = format!("{}s", o.described_object.kind.to_lowercase());
-                    objects.insert((namespace.clone(), resource, o.described_object.name.clone(), o.metric.name.clone()));
+                    objects.insert((
+                        namespace.clone(),
+                        resource,
+                        o.described_object.name.clone(),
+                        o.metric.name.clone(),
+                    ));
                 }
             }
         }
@@ -102,10 +107,11 @@ impl KubeMetrics {
             );
             if let Some(mut doc) = self.get(&path).await {
                 // The answer is for this namespace only.
-                if let Some(meta) = doc.as_object_mut().map(|o| o.entry("metadata").or_insert_with(|| Value::Object(Default::default()))) {
-                    if let Some(m) = meta.as_object_mut() {
-                        m.insert("namespace".into(), Value::String(namespace.clone()));
-                    }
+                let meta = doc
+                    .as_object_mut()
+                    .map(|o| o.entry("metadata").or_insert_with(|| Value::Object(Default::default())));
+                if let Some(m) = meta.and_then(Value::as_object_mut) {
+                    m.insert("namespace".into(), Value::String(namespace.clone()));
                 }
                 let _ = lists.add(&doc);
             }
@@ -121,7 +127,10 @@ impl KubeMetrics {
             }
         }
         for (namespace, resource, name, metric) in objects {
-            let path = format!("/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{}", encode(&metric));
+            let path = format!(
+                "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{}",
+                encode(&metric)
+            );
             if let Some(doc) = self.get(&path).await {
                 let _ = lists.add(&doc);
             }
@@ -137,15 +146,30 @@ impl KubeMetrics {
 }
 
 impl MetricsSource for KubeMetrics {
-    fn pod_resource_metrics(&self, namespace: &str, selector: &Selector, resource: &str) -> Result<Arc<PodResourceMetrics>, MetricsError> {
+    fn pod_resource_metrics(
+        &self,
+        namespace: &str,
+        selector: &Selector,
+        resource: &str,
+    ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
         self.with(|m| m.pod_resource_metrics(namespace, selector, resource))
     }
 
-    fn pods_metric(&self, namespace: &str, metric: &MetricIdentifier, selector: &Selector) -> Result<Arc<PodMetricsInfo>, MetricsError> {
+    fn pods_metric(
+        &self,
+        namespace: &str,
+        metric: &MetricIdentifier,
+        selector: &Selector,
+    ) -> Result<Arc<PodMetricsInfo>, MetricsError> {
         self.with(|m| m.pods_metric(namespace, metric, selector))
     }
 
-    fn object_metric(&self, namespace: &str, metric: &MetricIdentifier, object: &CrossVersionObjectReference) -> Result<i64, MetricsError> {
+    fn object_metric(
+        &self,
+        namespace: &str,
+        metric: &MetricIdentifier,
+        object: &CrossVersionObjectReference,
+    ) -> Result<i64, MetricsError> {
         self.with(|m| m.object_metric(namespace, metric, object))
     }
 

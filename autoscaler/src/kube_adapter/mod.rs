@@ -9,6 +9,7 @@
 //!   TLS is rustls with aws-lc-rs only.
 //! - [`KubeCluster`] (`ClusterReader`): reflectors for every kind in `ClusterView`, resuming
 //!   after dropped connections and `410 Gone`; `view()` waits (bounded) for the first sync.
+//!   WatermarkPodAutoscalers are watched when discovery finds their CRD ([`wpa_crd_installed`]).
 //! - [`KubeActions`] (`ClusterActions`): taints and cordons with conflict retries (750 ms /
 //!   5 s like upstream), evictions through the `policy/v1` Eviction subresource, the `scale`
 //!   subresource of any kind that has one, the status ConfigMap, and core/v1 Events with
@@ -21,6 +22,7 @@ mod events;
 mod metrics;
 mod rate_limit;
 mod reader;
+mod wpa;
 
 pub use actions::{EVENT_SOURCE_COMPONENT, KubeActions, KubeActionsOptions, STATUS_LAST_UPDATED_ANNOTATION};
 pub use client::{KubeClientError, KubeClientOptions, KubeClients, load_config};
@@ -28,3 +30,4 @@ pub use events::DEFAULT_EVENT_DEDUP_WINDOW;
 pub use metrics::KubeMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
 pub use reader::{KubeCluster, KubeClusterOptions};
+pub use wpa::{WPA_GROUP, WPA_PLURAL, WPA_VERSION, wpa_crd_installed};

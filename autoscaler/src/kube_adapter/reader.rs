@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use crate::core::ClusterView;
+use crate::hpa::wpa::WatermarkPodAutoscaler;
 use crate::ports::{ClusterReader, PortError};
 
 /// Options of [`KubeCluster`].
@@ -29,17 +30,20 @@ pub struct KubeClusterOptions {
     /// How long `view()` waits for the first sync of every store before answering
     /// `PortError::Transient`.
     pub sync_timeout: Duration,
+    /// Watch WatermarkPodAutoscalers (only when the CRD exists: see `wpa_crd_installed`).
+    pub watch_wpas: bool,
 }
 
 impl KubeClusterOptions {
     pub fn new(namespace: &str) -> Self {
-        KubeClusterOptions { namespace: namespace.into(), sync_timeout: Duration::from_secs(10) }
+        KubeClusterOptions { namespace: namespace.into(), sync_timeout: Duration::from_secs(10), watch_wpas: false }
     }
 }
 
 /// Reflectors over Nodes, Pods, PodDisruptionBudgets, DaemonSets, ReplicaSets, StatefulSets,
-/// Deployments, Jobs, ReplicationControllers, Namespaces, HorizontalPodAutoscalers (cluster-wide) and the priority
-/// expander's ConfigMap (in `--namespace`).
+/// Deployments, Jobs, ReplicationControllers, Namespaces, HorizontalPodAutoscalers,
+/// WatermarkPodAutoscalers when asked (cluster-wide) and the priority expander's ConfigMap
+/// (in `--namespace`).
 ///
 /// Each reflector runs in its own task: kube-runtime's watcher lists (from the watch cache),
 /// then watches from the list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
@@ -58,6 +62,7 @@ pub struct KubeCluster {
     config_maps: Store<ConfigMap>,
     namespaces: Store<Namespace>,
     hpas: Store<HorizontalPodAutoscaler>,
+    wpas: Option<Store<WatermarkPodAutoscaler>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     sync_timeout: Duration,
 }
@@ -109,7 +114,8 @@ impl KubeCluster {
             replication_controllers: reflect(Api::all(client.clone()), all(), &mut tasks),
             config_maps: reflect(Api::namespaced(client.clone(), &options.namespace), priority_config_map, &mut tasks),
             namespaces: reflect(Api::all(client.clone()), all(), &mut tasks),
-            hpas: reflect(Api::all(client), all(), &mut tasks),
+            hpas: reflect(Api::all(client.clone()), all(), &mut tasks),
+            wpas: options.watch_wpas.then(|| reflect(Api::all(client), all(), &mut tasks)),
             tasks: Mutex::new(tasks),
             sync_timeout: options.sync_timeout,
         }
@@ -129,7 +135,11 @@ impl KubeCluster {
             self.replication_controllers.wait_until_ready().await?;
             self.config_maps.wait_until_ready().await?;
             self.namespaces.wait_until_ready().await?;
-            self.hpas.wait_until_ready().await
+            self.hpas.wait_until_ready().await?;
+            match &self.wpas {
+                Some(wpas) => wpas.wait_until_ready().await,
+                None => Ok(()),
+            }
         };
         match tokio::time::timeout(timeout, all_ready).await {
             Ok(Ok(())) => Ok(()),
@@ -166,7 +176,7 @@ impl KubeCluster {
             config_maps: self.config_maps.state(),
             namespaces: self.namespaces.state(),
             hpas: self.hpas.state(),
-            wpas: Vec::new(),
+            wpas: self.wpas.as_ref().map(Store::state).unwrap_or_default(),
         }
     }
 }

@@ -10,9 +10,9 @@ use simulator::labels::Selector;
 
 use super::cluster::{MemoryCluster, Workload};
 use super::pods::{is_ready, is_terminating, phase};
-use simulator::labels::format_label_selector;
 use super::store::ObjectKey;
 use crate::ports::{EvictionError, PortError, Scale, ScaleTarget};
+use simulator::labels::format_label_selector;
 
 /// The annotation on the status ConfigMap holding the time of the last write.
 pub const LAST_UPDATED_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/last-updated";
@@ -159,7 +159,6 @@ impl MemoryCluster {
         Ok(())
     }
 
-    /// Creates or replaces the status ConfigMap.
     /// Replaces an HPA's status (its `status` subresource).
     pub fn update_hpa_status(
         &mut self,
@@ -177,6 +176,30 @@ impl MemoryCluster {
         Ok(())
     }
 
+    /// Replaces a WPA's status (its `status` subresource).
+    pub fn update_wpa_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: crate::hpa::wpa::WatermarkPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        let same = |w: &&mut Arc<crate::hpa::wpa::WatermarkPodAutoscaler>| {
+            w.metadata.namespace.as_deref().unwrap_or("default") == namespace
+                && w.metadata.name.as_deref() == Some(name)
+        };
+        let Some(current) = self.wpas.iter_mut().find(same) else {
+            return Err(PortError::NotFound {
+                kind: "WatermarkPodAutoscaler".into(),
+                name: ObjectKey::new(namespace, name).to_string(),
+            });
+        };
+        let mut wpa = (**current).clone();
+        wpa.status = Some(status);
+        *current = Arc::new(wpa);
+        Ok(())
+    }
+
+    /// Creates or replaces the status ConfigMap.
     pub fn write_status(&mut self, namespace: &str, name: &str, status_yaml: &str, last_updated: &str) {
         let key = ObjectKey::new(namespace, name);
         let mut config_map = match self.config_maps.get(&key) {

@@ -91,6 +91,15 @@ impl ClusterActions for MemoryClusterHandle {
     ) -> Result<(), PortError> {
         self.lock().update_hpa_status(namespace, name, status)
     }
+
+    async fn update_wpa_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: crate::hpa::wpa::WatermarkPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        self.lock().update_wpa_status(namespace, name, status)
+    }
 }
 
 /// The virtual clock: reads the shared virtual time. `sleep` returns at once and moves

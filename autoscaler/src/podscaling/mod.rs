@@ -21,7 +21,7 @@ use serde_json::Value;
 use simulator::labels::Selector;
 
 use crate::core::ClusterView;
-use crate::hpa::wpa::{WpaState, reconcile_wpa};
+use crate::hpa::wpa::{WatermarkPodAutoscalerStatus, WpaDecision, WpaState, reconcile_wpa};
 use crate::hpa::{HpaConfig, HpaEvent, HpaState, MetricsSource, ScaleTarget as HpaScale, reconcile_hpa};
 use crate::ports::ScaleTarget;
 
@@ -117,6 +117,8 @@ pub struct AutoscalerReport {
     pub rescale: Option<Rescale>,
     #[serde(skip)]
     pub hpa_status: Option<HorizontalPodAutoscalerStatus>,
+    #[serde(skip)]
+    pub wpa_status: Option<WatermarkPodAutoscalerStatus>,
 }
 
 #[derive(Clone, Debug)]
@@ -131,6 +133,8 @@ pub struct PodScaling {
     pub config: HpaConfig,
     hpa_states: BTreeMap<String, HpaState>,
     wpa_states: BTreeMap<String, WpaState>,
+    /// This sync's WPA decisions that rescale, kept until the rescale is applied or fails.
+    wpa_rescales: BTreeMap<String, WpaDecision>,
 }
 
 fn key(meta: &ObjectMeta) -> String {
@@ -198,6 +202,7 @@ impl PodScaling {
                 dry_run: false,
                 rescale: decision.rescale.then(|| Rescale { target: t.clone(), to: decision.desired_replicas }),
                 hpa_status: Some(status),
+                wpa_status: None,
             });
         }
         for wpa in &view.wpas {
@@ -223,8 +228,8 @@ impl PodScaling {
             };
             let state = self.wpa_states.entry(name.clone()).or_insert_with(|| WpaState::from_object(wpa));
             let decision = reconcile_wpa(wpa, &scale, &pods, metrics, state, now);
-            out.push(AutoscalerReport {
-                name,
+            let report = AutoscalerReport {
+                name: name.clone(),
                 kind: "WatermarkPodAutoscaler",
                 target: format!("{}/{}", reference.kind, reference.name),
                 current_replicas: decision.current_replicas,
@@ -246,16 +251,49 @@ impl PodScaling {
                 dry_run: decision.dry_run,
                 rescale: decision.applies().then(|| Rescale { target: t.clone(), to: decision.desired_replicas }),
                 hpa_status: None,
-            });
+                wpa_status: Some(decision.status.clone()),
+            };
+            if report.rescale.is_some() {
+                self.wpa_rescales.insert(name, decision);
+            }
+            out.push(report);
         }
         out
     }
 
-    /// The scale update of `name` failed: the controller's memory is rolled back as upstream's.
-    pub fn rescale_failed(&mut self, name: &str) {
-        if let Some(state) = self.hpa_states.get_mut(name) {
+    /// The scale update of `report` failed: the controller's memory is rolled back and the
+    /// report's events and status say so, as upstream's controllers do.
+    pub fn rescale_failed(&mut self, report: &mut AutoscalerReport, error: &str, now: Timestamp) {
+        let to = report.rescale.as_ref().map_or(report.desired_replicas, |r| r.to);
+        report.rescale = None;
+        if report.kind == "WatermarkPodAutoscaler" {
+            let (Some(mut decision), Some(state)) =
+                (self.wpa_rescales.remove(&report.name), self.wpa_states.get_mut(&report.name))
+            else {
+                return;
+            };
+            decision.rescale_failed(state, error, now);
+            report.desired_replicas = decision.desired_replicas;
+            report.events = events(&decision.events);
+            report.conditions =
+                decision.status.conditions.iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
+            report.wpa_status = Some(decision.status);
+            return;
+        }
+        if let Some(state) = self.hpa_states.get_mut(&report.name) {
             state.forget_last_scale_event();
         }
+        report.events.retain(|e| e.reason != "SuccessfulRescale" && e.reason != "Scaling");
+        report.events.push(EventSummary {
+            event_type: "Warning".into(),
+            reason: "FailedRescale".into(),
+            message: format!("New size: {to}; error: {error}"),
+        });
+    }
+
+    /// The rescales of this sync are done (applied or failed).
+    pub fn rescales_done(&mut self) {
+        self.wpa_rescales.clear();
     }
 
     /// Forgets autoscalers that no longer exist.

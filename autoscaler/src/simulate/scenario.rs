@@ -453,7 +453,6 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     })
 }
 
-
 fn parse_groups(ctx: &Ctx, raw_groups: Vec<RawGroup>) -> Result<Vec<GroupSpec>, ScenarioError> {
     let mut groups = Vec::new();
     for (i, g) in raw_groups.into_iter().enumerate() {
