@@ -266,6 +266,17 @@ fn kustomization_lists_every_manifest_file() {
     ] {
         assert!(listed.contains(expected), "{expected} is missing");
     }
+
+    // `images:` pins the same image the Deployment names, so `kustomize edit set image` works.
+    let kustomization = yaml_value(&read(&format!("{MANIFEST_DIR}/kustomization.yaml")), "kustomization.yaml");
+    let m = load_manifests();
+    let image = autoscaler_container(only(&m.deployments, "Deployment")).image.clone().unwrap();
+    let (repository, tag) = image.rsplit_once(':').unwrap();
+    let pinned = kustomization["images"].as_array().expect("kustomization.yaml pins the image");
+    assert!(
+        pinned.iter().any(|i| i["name"] == repository && i["newTag"] == tag),
+        "kustomization.yaml's images do not pin {image}"
+    );
 }
 
 #[test]
