@@ -201,10 +201,12 @@ fn unhealthy_cluster_is_not_safe_to_autoscale() {
 #[test]
 fn decision_gauges_come_from_the_plan() {
     let metrics = Metrics::new();
-    let mut options = AutoscalingOptions::default();
-    options.max_nodes_total = 15;
-    options.cores_total = (2, 640);
-    options.memory_total = (0, 1 << 40);
+    let options = AutoscalingOptions {
+        max_nodes_total: 15,
+        cores_total: (2, 640),
+        memory_total: (0, 1 << 40),
+        ..Default::default()
+    };
     metrics.set_limits(&options);
     let p = plan(
         ScaleUpResult::Successful,
