@@ -209,8 +209,8 @@ impl Metrics {
     /// Registers every metric, with upstream's initial values: the error types, the failed
     /// scale-up reasons, the eviction results and the scale-down reasons start at 0.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("cluster_autoscaler");
-        let m = Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("cluster_autoscaler"),
             cluster_safe_to_autoscale: Gauge::default(),
             nodes_count: Family::default(),
             node_groups_count: Family::default(),
@@ -237,9 +237,8 @@ impl Metrics {
             pod_autoscaler_rescales: Family::default(),
             max_nodes_total: Mutex::new(0),
             unremovable_reasons_seen: Mutex::new(BTreeSet::new()),
-            registry: Registry::default(),
         };
-        let r = &mut registry;
+        let r = &mut m.registry;
         r.register(
             "cluster_safe_to_autoscale",
             "Whether or not cluster is healthy enough for autoscaling. 1 if it is, 0 otherwise",
@@ -335,7 +334,7 @@ impl Metrics {
         for result in ["succeeded", "failed"] {
             let _ = m.evicted_pods.get_or_create(&one("eviction_result", result));
         }
-        Metrics { registry, ..m }
+        m
     }
 
     /// The registry, for encoding.

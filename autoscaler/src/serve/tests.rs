@@ -493,3 +493,68 @@ fn address_errors_name_the_flag_and_the_problem() {
         assert!(err.contains("--address"), "{bad}: {err}");
     }
 }
+
+fn pod_autoscaler(name: &str, kind: &'static str, from: i32, to: Option<i32>) -> crate::podscaling::AutoscalerReport {
+    use crate::podscaling::{AutoscalerReport, Rescale, TargetState};
+    use crate::ports::ScaleTarget;
+    AutoscalerReport {
+        name: name.into(),
+        kind,
+        target: "Deployment/web".into(),
+        current_replicas: from,
+        recommended_replicas: to.unwrap_or(from),
+        desired_replicas: to.unwrap_or(from),
+        metrics: vec![],
+        conditions: vec![],
+        events: vec![],
+        dry_run: false,
+        rescale: to.map(|to| Rescale {
+            target: TargetState {
+                target: ScaleTarget {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    namespace: "default".into(),
+                    name: "web".into(),
+                },
+                spec_replicas: from,
+                status_replicas: from,
+                selector: None,
+                template: None,
+            },
+            to,
+        }),
+        hpa_status: None,
+    }
+}
+
+#[test]
+fn pod_autoscaler_metrics_count_autoscalers_by_kind_and_rescales_by_direction() {
+    let metrics = Metrics::new();
+    let report = crate::control::PodScalingReport {
+        autoscalers: vec![
+            pod_autoscaler("default/web", "HorizontalPodAutoscaler", 2, Some(5)),
+            pod_autoscaler("default/api", "HorizontalPodAutoscaler", 4, None),
+            pod_autoscaler("default/batch", "WatermarkPodAutoscaler", 6, Some(3)),
+        ],
+        rescaled: vec![
+            ("default/web".into(), "Deployment/web".into(), 2, 5),
+            ("default/batch".into(), "Deployment/web".into(), 6, 3),
+        ],
+        anticipated: 0,
+        events: vec![],
+    };
+    metrics.record_pod_autoscaling(&report);
+    let out = text(&metrics);
+    let count = |kind: &str| sample(&out, &format!(r#"cluster_autoscaler_pod_autoscalers_count{{kind="{kind}"}}"#));
+    assert_eq!(count("HorizontalPodAutoscaler"), Some(2.0));
+    assert_eq!(count("WatermarkPodAutoscaler"), Some(1.0));
+    let rescales = |kind: &str, direction: &str| {
+        sample(
+            &out,
+            &format!(r#"cluster_autoscaler_pod_autoscaler_rescales_total{{kind="{kind}",direction="{direction}"}}"#),
+        )
+    };
+    assert_eq!(rescales("HorizontalPodAutoscaler", "up"), Some(1.0));
+    assert_eq!(rescales("WatermarkPodAutoscaler", "down"), Some(1.0));
+    assert_eq!(rescales("HorizontalPodAutoscaler", "down"), None);
+}
