@@ -209,22 +209,33 @@ async fn stale_resource_version_update_gets_conflict_and_does_not_lead() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_write_conflict_loses_the_attempt() {
+async fn a_lease_first_seen_held_is_valid_for_one_lease_duration_whatever_its_renew_time() {
     let server = FakeApiServer::start().await;
+    // renewTime an hour ago: by the holder's clock it expired long ago, but clocks of different
+    // machines are not compared (as client-go): the candidate counts one lease duration from
+    // its own first sight of this record.
     seed_lease(&server, "ghost", Timestamp::now() - SignedDuration::from_secs(3600), 3, 4);
     let mut elector = LeaderElector::new(client(&server), NAMESPACE, NAME, "replica-a", config()).unwrap();
-    // Held by a holder this candidate has only just seen: however old its renewTime, the lease
-    // counts as valid for one lease duration from this first observation (as client-go).
     assert!(!elector.try_acquire_or_renew().await.unwrap());
-    // The holder releases it; another candidate's write then lands between this candidate's
-    // read and its write: 409.
+    assert_eq!(holder(&server).as_deref(), Some("ghost"));
+    assert_eq!(server.request_count(Verb::Update, LEASE_PATH), 0, "a valid lease is not written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_conflict_is_a_lost_attempt_not_an_error() {
+    let server = FakeApiServer::start().await;
+    // Released: any candidate may take it at once.
     seed_lease(&server, "", Timestamp::now(), 1, 4);
+    let mut elector = LeaderElector::new(client(&server), NAMESPACE, NAME, "replica-a", config()).unwrap();
+    // Another candidate's write lands between this candidate's read and its write: 409.
     server.inject_fault(Fault::new(LEASE_PATH, 409).verb(Verb::Update));
-    assert!(!elector.try_acquire_or_renew().await.unwrap(), "a 409 on the update is a lost attempt, not an error");
+    assert!(!elector.try_acquire_or_renew().await.unwrap());
     assert_eq!(holder(&server).as_deref(), Some(""));
     // Without the conflict, the released lease is taken at once.
     assert!(elector.try_acquire_or_renew().await.unwrap());
-    assert_eq!(holder(&server).as_deref(), Some("replica-a"));
+    let spec = lease(&server).unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("replica-a"));
+    assert_eq!(spec.lease_transitions, Some(5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
