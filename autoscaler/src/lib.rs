@@ -5,10 +5,12 @@
 //! - `core`: the decision path (observe → snapshot → decide) shared by `plan` and the loop.
 //! - `hpa`: the embedded pod autoscalers.
 //! - `kube_adapter`: the ports over a real API server (kube-rs).
+//! - `leader`: Lease-based leader election (upstream's client-go election on a `Lease`).
 //! - `memory`: the in-memory cluster and virtual clock for `simulate` and tests.
 //! - `podscaling`: the pod autoscalers at work (reconciling HPAs / WPAs, HPA-aware scale-up).
 //! - `plan`: the `plan` subcommand (snapshot loading and reports).
 //! - `ports`: the traits the control loop talks to the world through.
+//! - `serve`: the `/metrics` and `/health-check` endpoints (upstream's metrics and liveness rule).
 //! - `simulate`: the `simulate` subcommand (scenarios, the driver on a virtual clock, reports).
 //! - `providers`: building the cloud provider named by `--cloud-provider`.
 
@@ -17,9 +19,11 @@ pub mod control;
 pub mod core;
 pub mod hpa;
 pub mod kube_adapter;
+pub mod leader;
 pub mod memory;
 pub mod plan;
 pub mod podscaling;
 pub mod ports;
 pub mod providers;
+pub mod serve;
 pub mod simulate;
