@@ -25,5 +25,6 @@ pub mod plan;
 pub mod podscaling;
 pub mod ports;
 pub mod providers;
+pub mod run;
 pub mod serve;
 pub mod simulate;

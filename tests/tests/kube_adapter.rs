@@ -25,6 +25,9 @@ use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
 
 const PRIORITY_CONFIG_MAP: &str = "cluster-autoscaler-priority-expander";
 
+/// The reflectors `KubeCluster` runs without the WPA CRD: one watch each.
+const REFLECTORS: usize = 12;
+
 fn meta(namespace: Option<&str>, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.into()),
@@ -153,7 +156,7 @@ async fn view_survives_dropped_watches_by_resuming() {
     server.seed(&node("n1"));
     let cluster = cluster(&server);
     cluster.view().await.unwrap();
-    eventually("every reflector to watch", || async { (server.active_watches() == 11).then_some(()) }).await;
+    eventually("every reflector to watch", || async { (server.active_watches() == REFLECTORS).then_some(()) }).await;
     server.drop_watches();
     server.seed(&node("n2"));
     eventually("n2 after the watches were dropped", || async {
@@ -174,7 +177,7 @@ async fn view_survives_410_gone_and_keeps_serving_the_last_state_while_relisting
     server.seed(&node("n1"));
     let cluster = cluster(&server);
     cluster.view().await.unwrap();
-    eventually("every reflector to watch", || async { (server.active_watches() == 11).then_some(()) }).await;
+    eventually("every reflector to watch", || async { (server.active_watches() == REFLECTORS).then_some(()) }).await;
     // Relists of nodes fail until the fault is cleared.
     server.inject_fault(Fault::new("/api/v1/nodes", 500).verb(Verb::List).times(usize::MAX));
     server.expire_watches();

@@ -31,7 +31,8 @@ fn non_negative_f64(s: &str) -> Result<f64, String> {
 /// controller.
 #[derive(Args, Clone, Debug)]
 pub struct DecisionFlags {
-    /// Cloud provider: `static` (groups from --nodes and --cloud-config).
+    /// Cloud provider: `static` (groups from --nodes and --cloud-config; sizes only) or `memory`
+    /// (groups from --cloud-config in the scenario `nodeGroups` format; fake nodes appear and go).
     #[arg(long = "cloud-provider", default_value = "static")]
     pub cloud_provider: String,
 

@@ -80,6 +80,9 @@ pub struct LoopReport {
     pub soft_untainted: Vec<String>,
     #[serde(skip)]
     pub events: Vec<Event>,
+    /// The cluster state this iteration decided on (for the metrics).
+    #[serde(skip)]
+    pub cluster_state: Option<crate::core::ClusterState>,
 }
 
 impl LoopReport {
@@ -651,6 +654,7 @@ impl Autoscaler {
             let _ = self.actions.record_event(event.clone()).await;
         }
         report.plan = plan;
+        report.cluster_state = Some(state.clone());
         Ok(report)
     }
 }

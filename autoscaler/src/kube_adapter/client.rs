@@ -46,7 +46,8 @@ pub enum KubeClientError {
     Build(String),
 }
 
-/// The two clients the adapter uses. Both share one rate limiter.
+/// The clients the controller uses. The first two share one rate limiter; leader election has
+/// its own, so a busy loop never starves the Lease renewals (as upstream's separate client).
 #[derive(Clone)]
 pub struct KubeClients {
     /// Reads, watches and writes, with kube's default retry of 429/503/504.
@@ -54,6 +55,9 @@ pub struct KubeClients {
     /// Evictions only: no automatic retry, so a PodDisruptionBudget's 429 comes back at once
     /// (kube's default client would retry it for many seconds).
     pub eviction_client: Client,
+    /// Leader election only: no automatic retry (a renewal must not spend its deadline in the
+    /// client's backoff) and a rate limiter of its own.
+    pub lease_client: Client,
 }
 
 impl std::fmt::Debug for KubeClients {
@@ -87,18 +91,22 @@ pub async fn load_config(options: &KubeClientOptions) -> Result<Config, KubeClie
 }
 
 impl KubeClients {
-    /// Loads the configuration ([`load_config`]) and builds both clients.
+    /// Loads the configuration ([`load_config`]) and builds the clients.
     pub async fn connect(options: &KubeClientOptions) -> Result<KubeClients, KubeClientError> {
         let config = load_config(options).await?;
         KubeClients::from_config(config, options.qps, options.burst)
     }
 
-    /// Builds both clients from one configuration; `qps <= 0` disables rate limiting.
+    /// Builds the clients from one configuration; `qps <= 0` disables rate limiting.
     pub fn from_config(config: Config, qps: f32, burst: u32) -> Result<KubeClients, KubeClientError> {
         let bucket = TokenBucket::new(qps, burst);
-        let mut eviction_config = config.clone();
-        eviction_config.default_retry = false;
-        Ok(KubeClients { client: build(config, bucket.clone())?, eviction_client: build(eviction_config, bucket)? })
+        let mut no_retry = config.clone();
+        no_retry.default_retry = false;
+        Ok(KubeClients {
+            client: build(config, bucket.clone())?,
+            eviction_client: build(no_retry.clone(), bucket)?,
+            lease_client: build(no_retry, TokenBucket::new(qps, burst))?,
+        })
     }
 }
 

@@ -141,10 +141,10 @@ pub fn unremovable_reason_code(reason: &str) -> String {
 /// Upstream's cluster size for `cluster_cpu_current_cores` / `cluster_memory_current_bytes`:
 /// the capacity of every node not being deleted (a `ToBeDeletedByClusterAutoscaler` taint set
 /// less than 5 minutes ago), cpu rounded up to whole cores per node. Returns (cores, bytes).
-pub fn cluster_resources(nodes: &[Node], now: Timestamp) -> (i64, i64) {
+pub fn cluster_resources<'a>(nodes: impl IntoIterator<Item = &'a Node>, now: Timestamp) -> (i64, i64) {
     let mut cores = 0i64;
     let mut memory = 0i64;
-    for node in nodes.iter().filter(|n| !is_being_deleted(n, now)) {
+    for node in nodes.into_iter().filter(|n| !is_being_deleted(n, now)) {
         let capacity = node.status.as_ref().and_then(|s| s.capacity.as_ref());
         let value = |name: &str| {
             capacity

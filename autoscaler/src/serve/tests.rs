@@ -524,6 +524,7 @@ fn pod_autoscaler(name: &str, kind: &'static str, from: i32, to: Option<i32>) ->
             to,
         }),
         hpa_status: None,
+        wpa_status: None,
     }
 }
 

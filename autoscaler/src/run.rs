@@ -1,0 +1,460 @@
+//! The controller: `cluster-autoscaler [FLAGS]` with no subcommand, as upstream runs.
+//!
+//! Start-up: flags → Kubernetes clients (`--kubeconfig` or in-cluster) → reflectors, waiting
+//! for their first sync → the cloud provider → (with `--leader-elect`) wait for the Lease →
+//! the loop. Every `--scan-interval` (at once again after a productive loop, with
+//! `--frequent-loops-enabled`) one `run_once`; every `--horizontal-pod-autoscaler-sync-period`
+//! a pod autoscaler sync. SIGTERM / SIGINT: finish the iteration, delete the status ConfigMap,
+//! release the Lease, exit 0. Losing the Lease stops every action at once and exits 1.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::kube::Api;
+use ::kube::api::{DeleteParams, PostParams};
+use clap::{ArgAction, Args, ValueEnum};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::jiff::Timestamp;
+use tokio::sync::watch;
+
+use crate::config::duration::parse_go_duration;
+use crate::config::{AutoscalingOptions, DecisionFlags};
+use crate::control::{Autoscaler, LoopReport, Parts};
+use crate::kube_adapter::{
+    DEFAULT_EVENT_DEDUP_WINDOW, KubeActions, KubeActionsOptions, KubeClientOptions, KubeClients, KubeCluster,
+    KubeClusterOptions, KubeMetrics, wpa_crd_installed,
+};
+use crate::leader::{LeaderElector, LeaseConfig, default_identity};
+use crate::ports::{ClusterReader, SystemClock};
+use crate::providers::{self, Built};
+use crate::serve::{
+    Function, HealthCheck, HealthCheckConfig, HttpServer, Metrics, TRANSIENT_ERROR, cluster_resources, parse_address,
+};
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_go_duration(s)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoggingFormat {
+    Text,
+    Json,
+}
+
+/// The controller's flags: every decision flag plus upstream's flags for running in a cluster.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub flags: DecisionFlags,
+
+    /// Path to a kubeconfig; empty: in-cluster configuration.
+    #[arg(long = "kubeconfig", default_value = "")]
+    pub kubeconfig: String,
+
+    /// The API server URL (overrides the kubeconfig's).
+    #[arg(long = "kubernetes", default_value = "")]
+    pub kubernetes: String,
+
+    /// Client-side rate limit: requests per second.
+    #[arg(long = "kube-client-qps", default_value_t = 5.0)]
+    pub kube_client_qps: f32,
+
+    /// Client-side rate limit: burst.
+    #[arg(long = "kube-client-burst", default_value_t = 10)]
+    pub kube_client_burst: u32,
+
+    /// Where `/metrics` and `/health-check` are served (`:8085` is every interface).
+    #[arg(long = "address", default_value = ":8085")]
+    pub address: String,
+
+    /// Run only while holding the leader Lease.
+    #[arg(long = "leader-elect", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub leader_elect: bool,
+
+    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// Only `leases` is supported (upstream's default).
+    #[arg(long = "leader-elect-resource-lock", default_value = "leases")]
+    pub leader_elect_resource_lock: String,
+
+    #[arg(long = "leader-elect-resource-name", default_value = "cluster-autoscaler")]
+    pub leader_elect_resource_name: String,
+
+    /// Accepted for compatibility; as upstream, the Lease lives in `--namespace`.
+    #[arg(long = "leader-elect-resource-namespace", default_value = "")]
+    pub leader_elect_resource_namespace: String,
+
+    /// Record every Event, without the 5-minute de-duplication.
+    #[arg(long = "record-duplicated-events", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub record_duplicated_events: bool,
+
+    /// `/health-check` fails when no loop started for this long.
+    #[arg(long = "max-inactivity", default_value = "10m", value_parser = duration)]
+    pub max_inactivity: Duration,
+
+    /// `/health-check` fails when no loop succeeded for this long.
+    #[arg(long = "max-failing-time", default_value = "15m", value_parser = duration)]
+    pub max_failing_time: Duration,
+
+    /// Both limits above before the first successful loop.
+    #[arg(long = "max-startup-time", default_value = "20m", value_parser = duration)]
+    pub max_startup_time: Duration,
+
+    /// Start the next loop at once after one that scaled up or started a deletion.
+    #[arg(long = "frequent-loops-enabled", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub frequent_loops_enabled: bool,
+
+    /// Log verbosity (klog's `-v`): 0–1 info, 2–4 debug, 5+ trace.
+    #[arg(long = "v", short = 'v', default_value_t = 0)]
+    pub verbosity: u8,
+
+    #[arg(long = "logging-format", value_enum, default_value = "text")]
+    pub logging_format: LoggingFormat,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad flags or configuration: exit 2.
+    #[error("{0}")]
+    Config(String),
+    /// Could not start or keep running: exit 1.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl RunError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Config(_) => 2,
+            RunError::Runtime(_) => 1,
+        }
+    }
+}
+
+pub fn init_logging(args: &RunArgs) {
+    let level = match args.verbosity {
+        0 | 1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let _ = match args.logging_format {
+        LoggingFormat::Json => builder.json().try_init(),
+        LoggingFormat::Text => builder.try_init(),
+    };
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// The memory provider's fake nodes: registered instances become Node objects, deleted ones go.
+async fn sync_memory_nodes(
+    provider: &cloudprovider::memory::MemoryCloudProvider,
+    time: &cloudprovider::memory::SharedTime,
+    nodes: &Api<Node>,
+) {
+    time.advance_to(Timestamp::now());
+    for event in provider.drain_events() {
+        match event {
+            cloudprovider::memory::CloudEvent::NodeRegistered { node, .. } => {
+                if let Err(error) = nodes.create(&PostParams::default(), &node).await {
+                    tracing::warn!(%error, node = ?node.metadata.name, "could not register the memory provider's node");
+                }
+            }
+            cloudprovider::memory::CloudEvent::InstanceDeleted { group, instance_id, .. } => {
+                // The provider names a node `<group>-<number>` for instance `memory://<group>/<number>`.
+                let number = instance_id.rsplit('/').next().unwrap_or_default();
+                let node_name = format!("{group}-{number}");
+                if let Err(error) = nodes.delete(&node_name, &DeleteParams::default()).await {
+                    tracing::warn!(%error, node = %node_name, "could not delete the memory provider's node");
+                }
+            }
+        }
+    }
+}
+
+/// A unique holder identity: the host name (the pod's name in a Deployment, as upstream) and a
+/// random suffix, so two processes on one host never both believe they hold the Lease.
+fn identity() -> Result<String, RunError> {
+    let host = default_identity().map_err(|e| RunError::Runtime(e.to_string()))?;
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    Ok(format!("{host}_{:016x}", hasher.finish()))
+}
+
+/// Runs the controller until SIGTERM / SIGINT or the loss of the Lease.
+pub async fn run(args: RunArgs) -> Result<(), RunError> {
+    let options = AutoscalingOptions::from_flags(&args.flags).map_err(|e| RunError::Config(e.to_string()))?;
+    if args.leader_elect_resource_lock != "leases" {
+        return Err(RunError::Config(format!(
+            "--leader-elect-resource-lock={}: only leases is supported",
+            args.leader_elect_resource_lock
+        )));
+    }
+    let lease_config = LeaseConfig {
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    };
+    lease_config.validate().map_err(|e| RunError::Config(e.to_string()))?;
+    let address = parse_address(&args.address).map_err(RunError::Config)?;
+    let expander = expander::Expander::new(&options.expander)
+        .map_err(|e| RunError::Config(format!("--expander={}: {e}", options.expander)))?;
+    // The provider's flags and files are checked before anything connects (built again, with
+    // the cluster's nodes, once the caches have synced).
+    providers::build_for_controller(&args.flags, &options, &[], Timestamp::now())
+        .map_err(|e| RunError::Config(e.to_string()))?;
+    let client_options = KubeClientOptions {
+        kubeconfig: (!args.kubeconfig.is_empty()).then(|| args.kubeconfig.clone().into()),
+        master_url: (!args.kubernetes.is_empty()).then(|| args.kubernetes.clone()),
+        qps: args.kube_client_qps,
+        burst: args.kube_client_burst,
+    };
+    let clients = KubeClients::connect(&client_options).await.map_err(|e| RunError::Runtime(e.to_string()))?;
+
+    // Serving starts first, leader or not, so a stuck start-up shows in /health-check.
+    let metrics = Arc::new(Metrics::new());
+    metrics.set_limits(&options);
+    let health = Arc::new(HealthCheck::new(
+        HealthCheckConfig {
+            max_inactivity: args.max_inactivity,
+            max_failing_time: args.max_failing_time,
+            max_startup_time: args.max_startup_time,
+        },
+        Arc::new(SystemClock),
+    ));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |rx: &watch::Receiver<bool>| {
+        let mut rx = rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let server = HttpServer::bind(address, metrics.clone(), health.clone())
+        .await
+        .map_err(|e| RunError::Runtime(e.to_string()))?;
+    tracing::info!(address = %address, "serving /metrics and /health-check");
+    let server = tokio::spawn(server.run(stopped(&stop_rx)));
+
+    let watch_wpas = wpa_crd_installed(&clients.client).await;
+    let cluster_options = KubeClusterOptions { watch_wpas, ..KubeClusterOptions::new(&options.namespace) };
+    let cluster = Arc::new(KubeCluster::start_with(clients.client.clone(), cluster_options));
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    // The caches must sync before anything is decided; a signal meanwhile is a clean exit.
+    let first_view = loop {
+        tokio::select! {
+            _ = &mut shutdown => {
+                let _ = stop_tx.send(true);
+                let _ = server.await;
+                return Ok(());
+            }
+            view = cluster.view() => match view {
+                Ok(view) => break view,
+                Err(error) => tracing::warn!(%error, "waiting for the caches to sync"),
+            }
+        }
+    };
+    let nodes: Vec<Node> = first_view.nodes.iter().map(|n| (**n).clone()).collect();
+    let built = providers::build_for_controller(&args.flags, &options, &nodes, Timestamp::now())
+        .map_err(|e| RunError::Config(e.to_string()))?;
+    let provider = built.provider();
+    if options.expander.split(',').any(|e| e.trim() == "price") && provider.pricing().is_err() {
+        return Err(RunError::Config(format!("--expander=price needs pricing, and {} has none", provider.name())));
+    }
+    let actions = Arc::new(KubeActions::with_options(
+        clients.clone(),
+        KubeActionsOptions {
+            event_dedup_window: if args.record_duplicated_events { None } else { Some(DEFAULT_EVENT_DEDUP_WINDOW) },
+            ..Default::default()
+        },
+    ));
+    let kube_metrics = Arc::new(KubeMetrics::new(clients.client.clone()));
+
+    // Leadership: nothing acts before the Lease is ours; losing it stops everything at once.
+    let mut election = if args.leader_elect {
+        let elector = LeaderElector::new(
+            clients.lease_client.clone(),
+            &options.namespace,
+            &args.leader_elect_resource_name,
+            identity()?,
+            lease_config,
+        )
+        .map_err(|e| RunError::Config(e.to_string()))?;
+        tracing::info!(identity = %elector.identity(), lease = %args.leader_elect_resource_name, "campaigning for the leader Lease");
+        Some(elector.start(stopped(&stop_rx)))
+    } else {
+        None
+    };
+    if let Some(handle) = election.as_mut() {
+        tokio::select! {
+            acquired = handle.is_leader.wait_for(|l| *l) => {
+                if acquired.is_err() {
+                    return Err(RunError::Runtime("leader election ended before leading".into()));
+                }
+            }
+            _ = &mut shutdown => {
+                let _ = stop_tx.send(true);
+                let _ = server.await;
+                return Ok(());
+            }
+        }
+        tracing::info!("became the leader");
+    }
+    health.start_monitoring(Timestamp::now());
+
+    let mut autoscaler = Autoscaler::new(Parts {
+        options: options.clone(),
+        provider: provider.clone(),
+        reader: cluster.clone(),
+        actions: actions.clone(),
+        clock: Arc::new(SystemClock),
+        expander,
+        metrics: Some(kube_metrics.clone()),
+    });
+    let node_api: Api<Node> = Api::all(clients.client.clone());
+    let mut next_loop = tokio::time::Instant::now();
+    let result = loop {
+        let next_sync = autoscaler
+            .next_pod_autoscaler_sync()
+            .map(|t| {
+                let wait = t.duration_since(Timestamp::now()).as_secs_f64().max(0.0);
+                tokio::time::Instant::now() + Duration::from_secs_f64(wait)
+            })
+            .unwrap_or(next_loop);
+        let lost = async {
+            match election.as_mut() {
+                Some(handle) => {
+                    let _ = handle.is_leader.wait_for(|l| !*l).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut shutdown => break Ok(()),
+            _ = lost => break Err(RunError::Runtime("lost the leader Lease; stopping".into())),
+            _ = tokio::time::sleep_until(next_loop.min(next_sync)) => {}
+        }
+        if let Built::Memory(p, time) = &built {
+            sync_memory_nodes(p, time, &node_api).await;
+        }
+        let now = tokio::time::Instant::now();
+        if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| Timestamp::now() >= t) {
+            if let Ok(view) = cluster.view().await {
+                kube_metrics.refresh(&view).await;
+            }
+            match autoscaler.sync_pod_autoscalers().await {
+                Ok(report) => {
+                    metrics.record_pod_autoscaling(&report);
+                    for (name, target, from, to) in &report.rescaled {
+                        tracing::info!(autoscaler = %name, %target, from, to, "rescaled");
+                    }
+                    if report.anticipated > 0 && args.frequent_loops_enabled {
+                        next_loop = now;
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "pod autoscaler sync failed"),
+            }
+        }
+        if now < next_loop {
+            continue;
+        }
+        let started_at = Timestamp::now();
+        let started = std::time::Instant::now();
+        health.record_activity(started_at);
+        metrics.set_last_activity(Function::Main, started_at);
+        match autoscaler.run_once().await {
+            Ok(report) => {
+                if let Some(state) = &report.cluster_state {
+                    metrics.record_loop(&report, state, started.elapsed());
+                }
+                let nodes = cluster.snapshot().nodes;
+                let (cores, memory) = cluster_resources(nodes.iter().map(|n| &**n), Timestamp::now());
+                metrics.set_cluster_resources(cores, memory);
+                health.record_success(Timestamp::now());
+                log_report(&report);
+                next_loop = if report.productive() && args.frequent_loops_enabled {
+                    tokio::time::Instant::now()
+                } else {
+                    now + options.scan_interval
+                };
+            }
+            Err(error) => {
+                metrics.record_loop_error(error.error_type(), started.elapsed());
+                if error.error_type() == TRANSIENT_ERROR {
+                    health.record_success(Timestamp::now());
+                }
+                tracing::warn!(%error, "autoscaler loop failed");
+                next_loop = now + options.scan_interval;
+            }
+        }
+    };
+    // Exit as upstream's clean-up: the status ConfigMap goes; then the Lease is released and
+    // the server stops.
+    if options.write_status_configmap && result.is_ok() {
+        let config_maps: Api<ConfigMap> = Api::namespaced(clients.client.clone(), &options.namespace);
+        if let Err(error) = config_maps.delete(&options.status_config_map_name, &DeleteParams::default()).await {
+            tracing::warn!(%error, "could not delete the status ConfigMap");
+        }
+    }
+    let _ = stop_tx.send(true);
+    if let Some(handle) = election {
+        match handle.task.await {
+            Ok(outcome) => tracing::info!(?outcome, "leader election ended"),
+            Err(error) => tracing::warn!(%error, "leader election task failed"),
+        }
+    }
+    let _ = server.await;
+    cluster.stop();
+    result
+}
+
+fn log_report(report: &LoopReport) {
+    for i in &report.scale_ups {
+        tracing::info!(group = %i.node_group, from = i.current_size, to = i.new_size, "scale-up");
+    }
+    for (node, group, reason) in &report.deleted {
+        tracing::info!(%node, %group, %reason, "node removed");
+    }
+    for (group, error) in &report.scale_up_failures {
+        tracing::warn!(%group, %error, "scale-up failed");
+    }
+    for (node, error) in &report.deletion_failures {
+        tracing::warn!(%node, %error, "scale-down failed");
+    }
+    if let Some(why) = &report.stopped {
+        tracing::info!(reason = %why, "loop stopped early");
+    }
+}
