@@ -14,7 +14,7 @@ use std::time::Duration;
 use ::kube::Api;
 use ::kube::api::{DeleteParams, PostParams};
 use clap::{ArgAction, Args, ValueEnum};
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::watch;
 
@@ -423,11 +423,11 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     };
     // Exit as upstream's clean-up: the status ConfigMap goes; then the Lease is released and
     // the server stops.
-    if options.write_status_configmap && result.is_ok() {
-        let config_maps: Api<ConfigMap> = Api::namespaced(clients.client.clone(), &options.namespace);
-        if let Err(error) = config_maps.delete(&options.status_config_map_name, &DeleteParams::default()).await {
-            tracing::warn!(%error, "could not delete the status ConfigMap");
-        }
+    if options.write_status_configmap
+        && result.is_ok()
+        && let Err(error) = actions.delete_status(&options.namespace, &options.status_config_map_name).await
+    {
+        tracing::warn!(%error, "could not delete the status ConfigMap");
     }
     let _ = stop_tx.send(true);
     if let Some(handle) = election {

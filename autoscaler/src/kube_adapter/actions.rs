@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use ::kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use ::kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, EventSource, Node, ObjectReference, Pod, Taint};
 use k8s_openapi::api::policy::v1::Eviction;
@@ -65,6 +65,17 @@ pub struct KubeActions {
 impl KubeActions {
     pub fn new(clients: KubeClients) -> KubeActions {
         KubeActions::with_options(clients, KubeActionsOptions::default())
+    }
+
+    /// Deletes the status ConfigMap, as upstream does when it exits cleanly (a missing one is
+    /// fine: nothing to clean up).
+    pub async fn delete_status(&self, namespace: &str, name: &str) -> Result<(), PortError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.clients.client.clone(), namespace);
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(e) if api_status(&e) == Some(404) => Ok(()),
+            Err(e) => Err(port_error(e, "ConfigMap", name)),
+        }
     }
 
     pub fn with_options(clients: KubeClients, options: KubeActionsOptions) -> KubeActions {
