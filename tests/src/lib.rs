@@ -1,8 +1,10 @@
 //! Shared fixtures for the end-to-end tests in `tests/tests/`.
 //!
 //! - [`fake_apiserver`]: an in-process fake Kubernetes API server for kube-rs and kubectl.
+//! - [`controller`]: the real `cluster-autoscaler` binary as a child process.
 //! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
 
+pub mod controller;
 pub mod fake_apiserver;
 
 use std::future::Future;

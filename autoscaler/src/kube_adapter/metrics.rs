@@ -2,9 +2,10 @@
 //! (`metrics.k8s.io`, `custom.metrics.k8s.io`, `external.metrics.k8s.io`).
 //!
 //! The pod autoscalers' decision is synchronous, the API is not: before each sync the
-//! controller calls [`KubeMetrics::refresh`], which fetches pod metrics for the whole cluster in
-//! one call and the custom / external metrics the autoscalers reference, and the
-//! `MetricsSource` answers from that. An API that is not installed (404) just leaves its
+//! controller calls [`KubeMetrics::refresh`], which fetches the pod metrics of the namespaces
+//! whose autoscalers use resource metrics (one call per namespace) and the custom / external
+//! metrics the autoscalers reference, and the `MetricsSource` answers from that. Without pod
+//! autoscalers nothing is fetched. An API that is not installed (404) just leaves its
 //! metrics missing, and the autoscalers report it as upstream's controllers do.
 
 use std::collections::BTreeSet;
@@ -64,8 +65,23 @@ impl KubeMetrics {
     /// Fetches what the autoscalers of `view` will read.
     pub async fn refresh(&self, view: &ClusterView) {
         let mut lists = MetricLists::default();
-        if let Some(doc) = self.get("/apis/metrics.k8s.io/v1beta1/pods").await {
-            let _ = lists.add(&doc);
+        // Resource metrics (cpu, memory); an HPA without metrics defaults to cpu.
+        let mut resource_namespaces: BTreeSet<String> = BTreeSet::new();
+        for hpa in &view.hpas {
+            let metrics = hpa.spec.as_ref().and_then(|s| s.metrics.as_deref()).unwrap_or_default();
+            if metrics.is_empty() || metrics.iter().any(|m| m.resource.is_some() || m.container_resource.is_some()) {
+                resource_namespaces.insert(hpa.metadata.namespace.clone().unwrap_or_else(|| "default".into()));
+            }
+        }
+        for wpa in &view.wpas {
+            if wpa.spec.metrics.iter().any(|m| m.resource.is_some()) {
+                resource_namespaces.insert(wpa.metadata.namespace.clone().unwrap_or_else(|| "default".into()));
+            }
+        }
+        for namespace in &resource_namespaces {
+            if let Some(doc) = self.get(&format!("/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods")).await {
+                let _ = lists.add(&doc);
+            }
         }
         let mut external: BTreeSet<(String, String, String)> = BTreeSet::new();
         let mut pods_metrics: BTreeSet<(String, String, String)> = BTreeSet::new();

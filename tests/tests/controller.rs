@@ -1,0 +1,404 @@
+//! The real `cluster-autoscaler` binary, run as a controller (no subcommand) against the fake API
+//! server, with the in-memory cloud provider creating and deleting the Node objects: scale-up of
+//! a pending pod, scale-down by taint / evict / DeleteNodes, the status ConfigMap, events and
+//! metrics, watches that drop or expire, two replicas under leader election, and the embedded
+//! HPA scaling a Deployment through `/scale`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget,
+    ResourceMetricSource,
+};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, Event, Node, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec, ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use tests::controller::{Controller, free_port, http_get};
+use tests::eventually;
+use tests::fake_apiserver::{FakeApiServer, Verb};
+
+/// The memory provider's node group, in the scenario `nodeGroups` format: 4-cpu nodes, one at
+/// start, at most three.
+const CLOUD_CONFIG: &str = r#"
+nodeGroups:
+  - id: pool
+    minSize: 1
+    maxSize: 3
+    initialSize: 1
+    provisioningDelay: 1s
+    template:
+      metadata:
+        labels: {pool: pool, kubernetes.io/os: linux}
+      status:
+        capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+        allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+"#;
+
+const STATUS: &str = "cluster-autoscaler-status";
+const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-autoscaler";
+
+/// A scratch directory holding the kubeconfig, the cloud config and the controllers' logs.
+fn workdir(server: &FakeApiServer, test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ca-controller-{test}-{}-{}", std::process::id(), server.addr().port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kubeconfig"), server.kubeconfig_yaml()).unwrap();
+    std::fs::write(dir.join("cloud-config.yaml"), CLOUD_CONFIG).unwrap();
+    dir
+}
+
+/// The flags of a quick controller: one-second loops, no scale-down delays, no leader election.
+fn flags(dir: &std::path::Path, port: u16, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        format!("--kubeconfig={}", dir.join("kubeconfig").display()),
+        "--cloud-provider=memory".to_string(),
+        format!("--cloud-config={}", dir.join("cloud-config.yaml").display()),
+        format!("--address=127.0.0.1:{port}"),
+        "--scan-interval=1s".into(),
+        "--scale-down-unneeded-time=1s".into(),
+        "--scale-down-delay-after-add=0s".into(),
+        "--horizontal-pod-autoscaler-sync-period=1s".into(),
+        "--leader-elect=false".into(),
+        "--kube-client-qps=-1".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn meta(namespace: &str, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(namespace.into()),
+        labels: (!labels.is_empty()).then(|| labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+        ..Default::default()
+    }
+}
+
+fn cpu(millis: u32) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([("cpu".to_string(), Quantity(format!("{millis}m")))])),
+        ..Default::default()
+    }
+}
+
+fn container(millis: u32) -> Container {
+    Container { name: "app".into(), image: Some("app".into()), resources: Some(cpu(millis)), ..Default::default() }
+}
+
+/// A pod the scheduler could not place, as the scheduler marks it.
+fn pending_pod(name: &str, millis: u32) -> Pod {
+    Pod {
+        metadata: meta("default", name, &[]),
+        spec: Some(PodSpec { containers: vec![container(millis)], ..Default::default() }),
+        status: Some(PodStatus {
+            phase: Some("Pending".into()),
+            conditions: Some(vec![PodCondition {
+                type_: "PodScheduled".into(),
+                status: "False".into(),
+                reason: Some("Unschedulable".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
+    let mut pod = pending_pod(name, millis);
+    bind(&mut pod, node);
+    pod
+}
+
+/// What the scheduler and the kubelet do to a pod placed on `node`.
+fn bind(pod: &mut Pod, node: &str) {
+    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+    pod.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        conditions: Some(vec![PodCondition { type_: "PodScheduled".into(), status: "True".into(), ..Default::default() }]),
+        ..Default::default()
+    });
+}
+
+fn node_names(server: &FakeApiServer) -> Vec<String> {
+    server.list::<Node>().into_iter().filter_map(|n| n.metadata.name).collect()
+}
+
+fn event_reasons(server: &FakeApiServer, kind: &str, name: &str) -> Vec<String> {
+    server
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.involved_object.kind.as_deref() == Some(kind) && e.involved_object.name.as_deref() == Some(name))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+fn has_taint(server: &FakeApiServer, node: &str, key: &str) -> bool {
+    server
+        .get::<Node>(None, node)
+        .and_then(|n| n.spec)
+        .and_then(|s| s.taints)
+        .is_some_and(|t| t.iter().any(|t| t.key == key))
+}
+
+async fn metrics(port: u16) -> String {
+    let address = format!("127.0.0.1:{port}");
+    tokio::task::spawn_blocking(move || http_get(&address, "/metrics").map(|(_, body)| body).unwrap_or_default())
+        .await
+        .unwrap()
+}
+
+async fn health(port: u16) -> Option<u16> {
+    let address = format!("127.0.0.1:{port}");
+    tokio::task::spawn_blocking(move || http_get(&address, "/health-check").map(|(status, _)| status)).await.unwrap()
+}
+
+/// The value of an unlabelled sample in Prometheus text.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.parse().ok()))
+}
+
+/// Waits for the memory provider's first node (registered at start-up).
+async fn first_node(server: &FakeApiServer, controller: &Controller) -> String {
+    eventually(&format!("the initial node to register (log: {})", controller.log()), || async {
+        node_names(server).into_iter().next()
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "up-down");
+    let port = free_port();
+    let mut controller = Controller::start(&dir, "controller", &flags(&dir, port, &[]));
+    let first = first_node(&server, &controller).await;
+
+    // The first node is almost full; a 3-cpu pod cannot fit anywhere.
+    server.seed(&running_pod("filler", 3000, &first));
+    server.seed(&pending_pod("big", 3000));
+    let second = eventually("a second node for the pending pod", || async {
+        node_names(&server).into_iter().find(|n| *n != first)
+    })
+    .await;
+    eventually("TriggeredScaleUp on the pod", || async {
+        event_reasons(&server, "Pod", "big").iter().any(|r| r == "TriggeredScaleUp").then_some(())
+    })
+    .await;
+    // The scheduler binds the pod to the new node.
+    server.modify::<Pod>(Some("default"), "big", |pod| bind(pod, &second)).unwrap();
+    let status = eventually("the status ConfigMap", || async { server.get::<ConfigMap>(Some("kube-system"), STATUS) })
+        .await;
+    let annotations = status.metadata.annotations.unwrap_or_default();
+    assert!(annotations.contains_key("cluster-autoscaler.kubernetes.io/last-updated"), "{annotations:?}");
+    assert!(status.data.unwrap_or_default().get("status").is_some_and(|s| s.contains("Healthy")));
+    let text = eventually("scaled_up_nodes_total in /metrics", || async {
+        let text = metrics(port).await;
+        (sample(&text, "cluster_autoscaler_scaled_up_nodes_total") == Some(1.0)).then_some(text)
+    })
+    .await;
+    assert_eq!(sample(&text, "cluster_autoscaler_cluster_safe_to_autoscale"), Some(1.0), "{text}");
+    assert_eq!(health(port).await, Some(200));
+
+    // Load drops: the big pod goes; a small replicated pod on the second node fits on the first.
+    server.seed(&ReplicaSet {
+        metadata: meta("default", "small", &[]),
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(BTreeMap::from([("app".to_string(), "small".to_string())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let replica_set_uid = server.get::<ReplicaSet>(Some("default"), "small").unwrap().metadata.uid.unwrap();
+    let mut small = running_pod("small-1", 200, &second);
+    small.metadata.labels = Some(BTreeMap::from([("app".to_string(), "small".to_string())]));
+    small.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "ReplicaSet".into(),
+        name: "small".into(),
+        uid: replica_set_uid,
+        controller: Some(true),
+        ..Default::default()
+    }]);
+    server.seed(&small);
+    assert!(server.remove::<Pod>(Some("default"), "big"));
+
+    eventually("the small pod evicted", || async {
+        server.evictions().iter().any(|e| e.name == "small-1" && e.status == 201).then_some(())
+    })
+    .await;
+    eventually("the drained node deleted", || async { (!node_names(&server).contains(&second)).then_some(()) })
+        .await;
+    assert!(node_names(&server).contains(&first), "the node group's minimum stays");
+    assert!(!has_taint(&server, &first, "ToBeDeletedByClusterAutoscaler"));
+    eventually("ScaleDown events on the node and the pod", || async {
+        let on_node = event_reasons(&server, "Node", &second).iter().any(|r| r == "ScaleDown");
+        let on_pod = event_reasons(&server, "Pod", "small-1").iter().any(|r| r == "ScaleDown");
+        (on_node && on_pod).then_some(())
+    })
+    .await;
+    eventually("scaled_down_nodes_total in /metrics", || async {
+        metrics(port).await.contains("cluster_autoscaler_scaled_down_nodes_total{reason=\"underutilized\"} 1").then_some(())
+    })
+    .await;
+
+    // SIGTERM: a clean exit that removes the status ConfigMap.
+    controller.terminate();
+    let exit = controller.wait_exit(Duration::from_secs(30)).await;
+    assert!(exit.success(), "exit status {exit:?}; log:\n{}", controller.log());
+    assert!(server.get::<ConfigMap>(Some("kube-system"), STATUS).is_none(), "the status ConfigMap is deleted on exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_and_expired_watches_are_survived() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "watches");
+    let controller = Controller::start(&dir, "controller", &flags(&dir, free_port(), &[]));
+    let first = first_node(&server, &controller).await;
+    eventually("the controller's watches", || async { (server.active_watches() >= 10).then_some(()) }).await;
+
+    server.drop_watches();
+    server.expire_watches();
+    // Only a resumed (or re-listed) watch can show the controller these pods.
+    server.seed(&running_pod("filler", 3000, &first));
+    server.seed(&pending_pod("big", 3000));
+    eventually("a second node after the watches were cut", || async {
+        (node_names(&server).len() == 2).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_replica_waits_for_the_lease_and_takes_over_when_the_leader_stops() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "leader");
+    let election = [
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=200ms",
+        "--cloud-provider=static",
+        "--nodes=0:3:pool",
+    ];
+    let replica_flags = |status: &str, port: u16| {
+        let mut args = flags(&dir, port, &election);
+        // The static provider (sizes only): the replicas do not fight over fake nodes.
+        args.retain(|a| {
+            a != "--leader-elect=false" && a != "--cloud-provider=memory" && !a.starts_with("--cloud-config=")
+        });
+        args.push(format!("--status-config-map-name={status}"));
+        args
+    };
+    let mut first = Controller::start(&dir, "first", &replica_flags("status-first", free_port()));
+    eventually("the first replica's status", || async {
+        server.get::<ConfigMap>(Some("kube-system"), "status-first")
+    })
+    .await;
+    let holder = |server: &FakeApiServer| {
+        server
+            .get::<Lease>(Some("kube-system"), "cluster-autoscaler")
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .unwrap_or_default()
+    };
+    let first_identity = holder(&server);
+    assert!(!first_identity.is_empty());
+
+    let standby_port = free_port();
+    let second = Controller::start(&dir, "second", &replica_flags("status-second", standby_port));
+    // The standby campaigns (it reads the Lease every retry period) but never acts.
+    let reads = server.request_count(Verb::Get, LEASE_PATH);
+    eventually("the standby to try for the Lease several times", || async {
+        (server.request_count(Verb::Get, LEASE_PATH) >= reads + 5).then_some(())
+    })
+    .await;
+    assert!(server.get::<ConfigMap>(Some("kube-system"), "status-second").is_none(), "the standby wrote a status");
+    assert_eq!(holder(&server), first_identity);
+    let standby_health = eventually("the standby's health-check", || async { health(standby_port).await }).await;
+    assert_eq!(standby_health, 200, "a standby is healthy");
+
+    // The leader stops: it releases the Lease and the standby takes over.
+    first.terminate();
+    assert!(first.wait_exit(Duration::from_secs(30)).await.success(), "log:\n{}", first.log());
+    eventually("the second replica's status", || async {
+        server.get::<ConfigMap>(Some("kube-system"), "status-second")
+    })
+    .await;
+    let second_identity = holder(&server);
+    assert!(!second_identity.is_empty() && second_identity != first_identity, "{second_identity}");
+    assert!(server.get::<ConfigMap>(Some("kube-system"), "status-first").is_none());
+    drop(second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "hpa");
+    let labels = [("app", "web")];
+    server.seed(&Deployment {
+        metadata: meta("default", "web", &labels),
+        spec: Some(DeploymentSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(meta("default", "", &labels)),
+                spec: Some(PodSpec { containers: vec![container(100)], ..Default::default() }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    server.seed(&HorizontalPodAutoscaler {
+        metadata: meta("default", "web", &[]),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            min_replicas: Some(3),
+            max_replicas: 5,
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: "Deployment".into(),
+                name: "web".into(),
+            },
+            metrics: Some(vec![MetricSpec {
+                type_: "Resource".into(),
+                resource: Some(ResourceMetricSource {
+                    name: "cpu".into(),
+                    target: MetricTarget {
+                        type_: "Utilization".into(),
+                        average_utilization: Some(50),
+                        ..Default::default()
+                    },
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let _controller = Controller::start(&dir, "controller", &flags(&dir, free_port(), &[]));
+
+    // Below minReplicas: the HPA raises the Deployment to 3 without needing metrics.
+    eventually("the Deployment scaled to minReplicas", || async {
+        let replicas = server.get::<Deployment>(Some("default"), "web").and_then(|d| d.spec).and_then(|s| s.replicas);
+        (replicas == Some(3)).then_some(())
+    })
+    .await;
+    assert!(server.request_count(Verb::Patch, "/apis/apps/v1/namespaces/default/deployments/web/scale") >= 1);
+    eventually("the HPA's status and its SuccessfulRescale event", || async {
+        let hpa = server.get::<HorizontalPodAutoscaler>(Some("default"), "web")?;
+        let desired = hpa.status?.desired_replicas;
+        let rescaled = event_reasons(&server, "HorizontalPodAutoscaler", "web").iter().any(|r| r == "SuccessfulRescale");
+        (desired == 3 && rescaled).then_some(())
+    })
+    .await;
+}
