@@ -163,3 +163,24 @@ fn node_that_never_registers_is_removed_after_max_node_provision_time_and_its_gr
     let running_at = running_at.expect("the pod runs on the second node");
     assert!(running_at > second);
 }
+
+#[test]
+fn timed_out_scale_up_is_reverted_and_its_group_backed_off() {
+    // Instances of `slow` take 20 minutes to come up, longer than --max-node-provision-time.
+    // When the scale-up times out, the loop backs the group off and lowers its target by the
+    // increase it asked for, withdrawing the instances still being created.
+    let yaml = format!(
+        "duration: 30m\nflags: [--max-node-provision-time=5m]\nnodeGroups:\n{}{}objects:\n{}",
+        group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
+        group_yaml("slow", 0, 5, 0, "4", "16Gi", "").replace("provisioningDelay: 1m", "provisioningDelay: 20m"),
+        deployment_yaml("web", 1, "2", "1Gi", ""),
+    );
+    let h = run_history(&yaml, &["slow"]);
+    let ups = h.scale_ups();
+    let first = ups.first().expect("a scale-up").0;
+    let (timed_out_at, _, targets) =
+        h.loops.iter().find(|(_, r, _)| !r.timed_out.is_empty()).expect("the scale-up timed out");
+    assert!(*timed_out_at > first + 300 && *timed_out_at <= first + 310, "timeout at {timed_out_at}s");
+    assert_eq!(targets["slow"], 0, "the target is lowered in the loop that saw the timeout");
+    assert!(h.skipped(*timed_out_at + 10, "slow").iter().any(|r| r.contains("backoff")));
+}

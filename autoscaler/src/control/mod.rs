@@ -176,6 +176,17 @@ impl Autoscaler {
                 reason: "ScaleUpTimedOut".into(),
                 message: format!("Nodes added to group {group} failed to register within the max node provision time"),
             });
+            // Upstream reverts a timed-out scale-up, so the cloud stops trying to provision it.
+            if let Some(handle) = cloud.handles.get(group)
+                && let Err(e) = handle.decrease_target_size(-i64::try_from(*increase).unwrap_or(i64::MAX)).await
+            {
+                report.events.push(Event {
+                    object: config_map.clone(),
+                    event_type: EventType::Warning,
+                    reason: "FailedToRevertScaleUp".into(),
+                    message: format!("Failed to decrease target size for group {group} after scale-up timeout: {e}"),
+                });
+            }
         }
         for (group, instance, error) in &update.failed_instances {
             report.failed_instances.push((group.clone(), instance.clone(), error.code.clone()));
