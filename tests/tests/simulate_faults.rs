@@ -172,7 +172,7 @@ fn timed_out_scale_up_is_reverted_and_its_group_backed_off() {
     let yaml = format!(
         "duration: 30m\nflags: [--max-node-provision-time=5m]\nnodeGroups:\n{}{}objects:\n{}",
         group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
-        group_yaml("slow", 0, 5, 0, "4", "16Gi", "").replace("provisioningDelay: 1m", "provisioningDelay: 20m"),
+        group_yaml("slow", 0, 5, 0, "4", "16Gi", "  provisioningDelay: 20m\n"),
         deployment_yaml("web", 1, "2", "1Gi", ""),
     );
     let h = run_history(&yaml, &["slow"]);

@@ -110,3 +110,34 @@ fn pending_pods_trigger_one_scale_up_and_none_while_its_nodes_come_up() {
     let running_at = running_at.expect("all pods run");
     assert!((60..=120).contains(&running_at), "pods run once the nodes are up (1m provisioning): {running_at}s");
 }
+
+#[test]
+fn max_nodes_total_holds_at_every_step() {
+    // Twelve pods that each need a node of their own, two groups that could host them all, and
+    // --max-nodes-total=5 with two nodes already there. Nodes come up at different times, the
+    // loop keeps asking as pods stay pending, and a failed group makes it fall back to the other
+    // one: neither the cloud targets nor the registered nodes ever pass 5.
+    let yaml = format!(
+        "duration: 1h\nflags: [--max-nodes-total=5, --expander=random]\nnodeGroups:\n{}{}objects:\n{}events:\n- {{at: 0s, fault: {{group: b, type: failIncreaseSize, times: 1}}}}\n",
+        group_yaml("a", 0, 10, 2, "2", "8Gi", ""),
+        group_yaml("b", 0, 10, 0, "2", "8Gi", "  provisioningDelay: 3m\n"),
+        deployment_yaml("web", 12, "1500m", "1Gi", ""),
+    );
+    let mut most_targets = 0;
+    let mut most_nodes = 0;
+    let mut scale_ups = 0;
+    run(
+        &yaml,
+        &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
+            let targets = target(world, "a") + target(world, "b");
+            let nodes = node_names(world).len();
+            assert!(targets <= 5, "targets {targets} at {now}");
+            assert!(nodes <= 5, "{nodes} nodes at {now}");
+            most_targets = most_targets.max(targets);
+            most_nodes = most_nodes.max(nodes);
+            scale_ups += report.map_or(0, |r| r.scale_ups.len());
+        }),
+    );
+    assert_eq!((most_targets, most_nodes), (5, 5), "the limit was reached");
+    assert!(scale_ups >= 1);
+}

@@ -143,10 +143,12 @@ pub fn app_pods(world: &World, app: &str) -> Vec<Pod> {
         .collect()
 }
 
-/// A node group entry of a scenario.
+/// A node group entry of a scenario. `extra` holds more keys of the entry, one per line, each
+/// indented by two spaces; the provisioning delay is 1m unless `extra` sets it.
 pub fn group_yaml(id: &str, min: usize, max: usize, initial: usize, cpu: &str, memory: &str, extra: &str) -> String {
+    let delay = if extra.contains("provisioningDelay:") { "" } else { "  provisioningDelay: 1m\n" };
     format!(
-        "- id: {id}\n  minSize: {min}\n  maxSize: {max}\n  initialSize: {initial}\n  provisioningDelay: 1m\n{extra}  template: {{metadata: {{labels: {{pool: {id}}}}}, status: {{capacity: {{cpu: \"{cpu}\", memory: {memory}, pods: \"110\"}}}}}}\n"
+        "- id: {id}\n  minSize: {min}\n  maxSize: {max}\n  initialSize: {initial}\n{delay}{extra}  template: {{metadata: {{labels: {{pool: {id}}}}}, status: {{capacity: {{cpu: \"{cpu}\", memory: {memory}, pods: \"110\"}}}}}}\n"
     )
 }
 
