@@ -141,3 +141,32 @@ fn max_nodes_total_holds_at_every_step() {
     assert_eq!((most_targets, most_nodes), (5, 5), "the limit was reached");
     assert!(scale_ups >= 1);
 }
+
+#[test]
+#[ignore = "core::decide counts a registered NotStarted node twice (in the registered nodes and in the upcoming ones) when capping to --max-nodes-total; the fix belongs in autoscaler/src/core/decide.rs"]
+fn max_nodes_total_counts_a_starting_node_once() {
+    // Two nodes hold two of four pods (one per node); the other two ask for two more nodes,
+    // which register at ~70s and stay NotStarted for 3 minutes. At 100s a fifth pod arrives:
+    // nodes (2) + upcoming (2) = 4 < 5, so upstream adds the fifth node at once instead of
+    // waiting for the starting nodes to become Ready.
+    let yaml = format!(
+        "duration: 10m\nflags: [--max-nodes-total=5]\ncluster: {{nodeStartupDelay: 3m}}\nnodeGroups:\n{}objects:\n{}events:\n- {{at: 100s, scale: {{kind: Deployment, name: web, replicas: 5}}}}\n",
+        group_yaml("a", 0, 10, 2, "2", "8Gi", ""),
+        deployment_yaml("web", 4, "1500m", "1Gi", "        nodeSelector: {pool: a}\n"),
+    );
+    let mut ups = ScaleUps::default();
+    let mut start = None;
+    run(
+        &yaml,
+        &mut Watch(|now, _: &World, report: Option<&LoopReport>| {
+            start.get_or_insert(now);
+            ups.record(now, report);
+        }),
+    );
+    let start = start.unwrap();
+    let ups: Vec<(i64, String, usize)> = ups.0.into_iter().map(|(t, g, d)| (secs(start, t), g, d)).collect();
+    assert_eq!(ups.len(), 2, "{ups:?}");
+    assert_eq!(ups[0].2, 2);
+    assert_eq!(ups[1].2, 1);
+    assert!(ups[1].0 <= 120, "the fifth node was asked for only at {}s", ups[1].0);
+}
