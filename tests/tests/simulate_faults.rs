@@ -184,3 +184,36 @@ fn timed_out_scale_up_is_reverted_and_its_group_backed_off() {
     assert_eq!(targets["slow"], 0, "the target is lowered in the loop that saw the timeout");
     assert!(h.skipped(*timed_out_at + 10, "slow").iter().any(|r| r.contains("backoff")));
 }
+
+#[test]
+fn instances_that_failed_to_launch_are_not_deleted_below_the_group_minimum() {
+    // g (min 2) has two nodes with a small pod each. At 5m a big pod arrives that neither node
+    // can take: the loop asks for a third node, which the stocked-out cloud cannot launch (it
+    // says so 30s later). Meanwhile the third instance on the target takes the group above its
+    // minimum, so one small node is drained and deleted at once (target 3 → 2). Deleting the
+    // failed instance afterwards must respect the minimum: upstream uses DeleteNodes for
+    // failed instances (ForceDeleteNodes only with --force-delete-failed-nodes). (The run
+    // stops before --max-node-provision-time has passed since: then upstream's fix of
+    // incorrect group sizes lowers the target to the registered nodes, minimum or not.)
+    let small = "        terminationGracePeriodSeconds: 0\n";
+    let yaml = format!(
+        "duration: 14m\nflags: [--scale-down-unneeded-time=5s, --scale-down-delay-after-add=0s, --node-delete-delay-after-taint=0s]\nnodeGroups:\n{}objects:\n{}{}events:\n- {{at: 0s, fault: {{group: g, type: stockOut, for: 1h}}}}\n- {{at: 5m, scale: {{kind: Deployment, name: big, replicas: 1}}}}\n",
+        group_yaml("g", 2, 5, 2, "2", "8Gi", ""),
+        deployment_yaml("small", 2, "600m", "1Gi", small),
+        deployment_yaml("big", 0, "1800m", "1Gi", ""),
+    );
+    let mut h = History::default();
+    let mut deleted = 0;
+    run(
+        &yaml,
+        &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
+            h.record(now, world, report, &["g"]);
+            deleted += report.map_or(0, |r| r.deleted.len());
+            let t = target(world, "g");
+            assert!(t >= 2, "at {}s the target of g is {t}, below its minimum 2", secs(h.start.unwrap(), now));
+        }),
+    );
+    assert!(h.scale_ups().iter().any(|(_, g, _)| g == "g"), "the loop asked for a node");
+    assert!(h.loops.iter().any(|(_, r, _)| !r.failed_instances.is_empty()), "the launch failed");
+    assert!(deleted >= 1, "a small node was removed while the target counted the failed instance");
+}
