@@ -65,6 +65,8 @@ struct WorkloadCase {
     schedule: Vec<(u32, i32)>,
     pdb: Option<PdbCase>,
     drainability: Drainability,
+    /// `terminationGracePeriodSeconds: 0`: evicted pods go at once.
+    no_grace: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -87,7 +89,8 @@ struct FaultCase {
 #[derive(Clone, Debug)]
 struct FlagsCase {
     expander: &'static str,
-    unneeded_minutes: u32,
+    unneeded_time: &'static str,
+    delete_delay_after_taint: &'static str,
     delay_after_add_minutes: u32,
     utilization_threshold: &'static str,
     scale_down_parallelism: usize,
@@ -139,7 +142,8 @@ impl Case {
         let f = &self.flags;
         let mut flags = vec![
             format!("--expander={}", f.expander),
-            format!("--scale-down-unneeded-time={}m", f.unneeded_minutes),
+            format!("--scale-down-unneeded-time={}", f.unneeded_time),
+            format!("--node-delete-delay-after-taint={}", f.delete_delay_after_taint),
             format!("--scale-down-delay-after-add={}m", f.delay_after_add_minutes),
             format!("--scale-down-utilization-threshold={}", f.utilization_threshold),
             format!("--max-scale-down-parallelism={}", f.scale_down_parallelism),
@@ -223,20 +227,23 @@ impl fmt::Debug for Case {
 
 fn workload_yaml(name: &str, w: &WorkloadCase) -> String {
     let mut annotations = String::new();
-    let mut volumes = String::new();
+    let mut spec_extra = String::new();
     match w.drainability {
         Drainability::Movable => {}
         Drainability::NotSafeToEvict => annotations = format!(", annotations: {{{SAFE_TO_EVICT}: \"false\"}}"),
-        Drainability::LocalStorage => volumes = "        volumes: [{name: scratch, emptyDir: {}}]\n".into(),
+        Drainability::LocalStorage => spec_extra = "        volumes: [{name: scratch, emptyDir: {}}]\n".into(),
         Drainability::LocalStorageSafeToEvict => {
             annotations = format!(", annotations: {{{SAFE_TO_EVICT}: \"true\"}}");
-            volumes = "        volumes: [{name: scratch, emptyDir: {}}]\n".into();
+            spec_extra = "        volumes: [{name: scratch, emptyDir: {}}]\n".into();
         }
+    }
+    if w.no_grace {
+        spec_extra.push_str("        terminationGracePeriodSeconds: 0\n");
     }
     let (kind, service) =
         if w.stateful { ("StatefulSet", format!("    serviceName: {name}\n")) } else { ("Deployment", String::new()) };
     let mut out = format!(
-        "- apiVersion: apps/v1\n  kind: {kind}\n  metadata: {{name: {name}, namespace: default}}\n  spec:\n    replicas: {}\n{service}    selector: {{matchLabels: {{app: {name}}}}}\n    template:\n      metadata: {{labels: {{app: {name}}}{annotations}}}\n      spec:\n{volumes}        containers: [{{name: c, image: c, resources: {{requests: {{cpu: {}m, memory: {}Mi}}}}}}]\n",
+        "- apiVersion: apps/v1\n  kind: {kind}\n  metadata: {{name: {name}, namespace: default}}\n  spec:\n    replicas: {}\n{service}    selector: {{matchLabels: {{app: {name}}}}}\n    template:\n      metadata: {{labels: {{app: {name}}}{annotations}}}\n      spec:\n{spec_extra}        containers: [{{name: c, image: c, resources: {{requests: {{cpu: {}m, memory: {}Mi}}}}}}]\n",
         w.replicas, w.cpu_milli, w.memory_mi
     );
     if let Some(pdb) = &w.pdb {
@@ -286,15 +293,10 @@ fn workload_case() -> impl Strategy<Value = WorkloadCase> {
         prop::collection::vec((0u32..=LAST_EVENT_MINUTE, 0i32..=10), 0..=4),
         prop::option::weighted(0.5, pdb),
         drainability,
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(stateful, cpu_milli, memory_mi, replicas, schedule, pdb, drainability)| WorkloadCase {
-            stateful,
-            cpu_milli,
-            memory_mi,
-            replicas,
-            schedule,
-            pdb,
-            drainability,
+        .prop_map(|(stateful, cpu_milli, memory_mi, replicas, schedule, pdb, drainability, no_grace)| {
+            WorkloadCase { stateful, cpu_milli, memory_mi, replicas, schedule, pdb, drainability, no_grace }
         })
 }
 
@@ -313,7 +315,8 @@ fn fault_case() -> impl Strategy<Value = FaultCase> {
 fn flags_case() -> impl Strategy<Value = FlagsCase> {
     (
         prop::sample::select(vec!["least-waste", "most-pods", "random", "least-nodes", "price"]),
-        prop::sample::select(vec![1u32, 3, 10]),
+        prop::sample::select(vec!["10s", "1m", "3m", "10m"]),
+        prop::sample::select(vec!["5s", "0s"]),
         prop::sample::select(vec![0u32, 2, 10]),
         prop::sample::select(vec!["0.5", "0.8"]),
         prop::sample::select(vec![1usize, 2, 10]),
@@ -323,7 +326,8 @@ fn flags_case() -> impl Strategy<Value = FlagsCase> {
         .prop_map(
             |(
                 expander,
-                unneeded_minutes,
+                unneeded_time,
+                delete_delay_after_taint,
                 delay_after_add_minutes,
                 utilization_threshold,
                 scale_down_parallelism,
@@ -331,7 +335,8 @@ fn flags_case() -> impl Strategy<Value = FlagsCase> {
                 max_nodes_total_headroom,
             )| FlagsCase {
                 expander,
-                unneeded_minutes,
+                unneeded_time,
+                delete_delay_after_taint,
                 delay_after_add_minutes,
                 utilization_threshold,
                 scale_down_parallelism,
@@ -349,7 +354,7 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec(prop::sample::select(vec![100u32, 300, 500]), 0..=2),
         any::<bool>(),
         prop::collection::vec((0usize..3, 0usize..4), 0..=2),
-        prop::collection::vec(fault_case(), 0..=3),
+        prop::collection::vec(fault_case(), 0..=4),
         flags_case(),
     )
         .prop_map(|(seed, groups, workloads, bare_pods, daemonset, disabled, faults, flags)| Case {
@@ -645,8 +650,7 @@ impl Checker {
             let name = Case::workload_name(i);
             // Events apply in time order, those of the same minute in the order written.
             let last_minute = w.schedule.iter().map(|(m, _)| *m).max();
-            let replicas =
-                w.schedule.iter().filter(|(m, _)| Some(*m) == last_minute).last().map_or(w.replicas, |(_, r)| *r);
+            let replicas = w.schedule.iter().rfind(|(m, _)| Some(*m) == last_minute).map_or(w.replicas, |(_, r)| *r);
             let pods: Vec<&std::sync::Arc<Pod>> = guard
                 .pods()
                 .filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get("app")) == Some(&name))
