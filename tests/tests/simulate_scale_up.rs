@@ -3,8 +3,11 @@
 
 mod support;
 
+use std::collections::BTreeMap;
+
 use autoscaler::control::LoopReport;
 use autoscaler::simulate::world::World;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use support::*;
 
@@ -34,7 +37,8 @@ impl ScaleUps {
     }
 }
 
-fn run_and_collect(yaml: &str) -> (ScaleUps, Vec<Pod>, std::collections::BTreeMap<String, usize>) {
+/// Runs a scenario: its scale-ups, and the web pods and nodes per group at the end.
+fn run_and_collect(yaml: &str) -> (ScaleUps, Vec<Pod>, BTreeMap<String, usize>) {
     let mut ups = ScaleUps::default();
     let mut last = (Vec::new(), Default::default());
     run(
@@ -46,8 +50,6 @@ fn run_and_collect(yaml: &str) -> (ScaleUps, Vec<Pod>, std::collections::BTreeMa
     );
     (ups, last.0, last.1)
 }
-
-use k8s_openapi::api::core::v1::Pod;
 
 fn assert_all_running(pods: &[Pod], expected: usize) {
     let running: Vec<&Pod> = pods.iter().filter(|p| pod_phase(p) == "Running" && pod_node(p).is_some()).collect();
