@@ -315,6 +315,17 @@ impl Autoscaler {
                 reason: "ScaleUpTimedOut".into(),
                 message: format!("Nodes added to group {group} failed to register within the max node provision time"),
             });
+            // Upstream reverts a timed-out scale-up, so the cloud stops trying to provision it.
+            if let Some(handle) = cloud.handles.get(group)
+                && let Err(e) = handle.decrease_target_size(-i64::try_from(*increase).unwrap_or(i64::MAX)).await
+            {
+                report.events.push(Event {
+                    object: config_map.clone(),
+                    event_type: EventType::Warning,
+                    reason: "FailedToRevertScaleUp".into(),
+                    message: format!("Failed to decrease target size for group {group} after scale-up timeout: {e}"),
+                });
+            }
         }
         for (group, instance, error) in &update.failed_instances {
             report.failed_instances.push((group.clone(), instance.clone(), error.code.clone()));
@@ -437,18 +448,25 @@ impl Autoscaler {
             let (Some(handle), Some(state)) = (cloud.handles.get(group), cloud.group(group)) else { continue };
             let mut allowed = state.target_size.saturating_sub(state.min_size);
             for i in list {
-                // Upstream keeps unregistered nodes at the group's minimum unless forced; failed
-                // creations are always cleaned up.
-                if i.reason == "unregistered" && !self.options.force_delete_unregistered_nodes {
+                // Upstream keeps unregistered nodes at the group's minimum unless forced, and
+                // removes failed creations with DeleteNodes, which respects the minimum too
+                // (ForceDeleteNodes only with --force-delete-failed-nodes, not offered here).
+                let force = i.reason == "unregistered" && self.options.force_delete_unregistered_nodes;
+                if i.reason == "unregistered" && !force {
                     if allowed == 0 {
                         continue;
                     }
                     allowed -= 1;
                 }
                 let node = fake_node(&i.instance_id, i.reason);
-                let result = match handle.force_delete_nodes(std::slice::from_ref(&node)).await {
-                    Err(CloudProviderError::NotImplemented) => handle.delete_nodes(std::slice::from_ref(&node)).await,
-                    other => other,
+                let nodes = std::slice::from_ref(&node);
+                let result = if force {
+                    match handle.force_delete_nodes(nodes).await {
+                        Err(CloudProviderError::NotImplemented) => handle.delete_nodes(nodes).await,
+                        other => other,
+                    }
+                } else {
+                    handle.delete_nodes(nodes).await
                 };
                 let (event_type, reason, message) = match &result {
                     Ok(()) => (

@@ -89,11 +89,15 @@ impl MemoryCluster {
                 }
             }
             let any_leaving = by_ordinal.values().any(|p| is_terminating(p));
-            if all_ready
-                && !any_leaving
-                && let Some(highest) = condemned.first()
-            {
-                self.terminate_pods(std::slice::from_ref(highest));
+            if all_ready && !any_leaving {
+                // One at a time, highest first. A pod that goes at once (unbound) leaves no
+                // later change to wake this controller, so the next one goes now.
+                for pod in &condemned {
+                    self.terminate_pods(std::slice::from_ref(pod));
+                    if self.pods.contains(&ObjectKey::of(&pod.metadata)) {
+                        break;
+                    }
+                }
             }
         }
 

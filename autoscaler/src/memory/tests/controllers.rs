@@ -144,6 +144,33 @@ fn stateful_set_scale_down_removes_the_highest_ordinal_first() {
 }
 
 #[test]
+fn stateful_set_scale_down_goes_on_after_a_pending_pod_is_removed() {
+    // Room for two of the three pods: db-2 stays Pending. Scaled to 0, db-2 goes at once (it
+    // is unbound), and that must not stop the scale-down: db-1 is next, then db-0.
+    let mut c = cluster();
+    c.apply(node("n1", "250m", "16Gi")).unwrap();
+    c.apply(stateful_set("db", 3, "OrderedReady")).unwrap();
+    for s in 1..10 {
+        c.advance(t(s));
+    }
+    assert_eq!(phase_of(&c, "default", "db-2"), "Pending");
+    let target = crate::ports::ScaleTarget {
+        api_version: "apps/v1".into(),
+        kind: "StatefulSet".into(),
+        namespace: "default".into(),
+        name: "db".into(),
+    };
+    c.set_scale(&target, 0).unwrap();
+    c.advance(t(10));
+    assert!(c.pod("default", "db-2").is_none());
+    assert!(c.pod("default", "db-1").unwrap().metadata.deletion_timestamp.is_some(), "db-1 is next");
+    for s in [45, 46, 80, 81] {
+        c.advance(t(s));
+    }
+    assert_eq!(pod_names(&c, "db-"), Vec::<String>::new());
+}
+
+#[test]
 fn job_pods_complete_after_their_run_duration_until_completions_are_reached() {
     let mut c = cluster();
     c.apply(node("n1", "8", "16Gi")).unwrap();

@@ -1,0 +1,174 @@
+//! Scale-up end to end: the real control loop on the in-memory cluster and cloud, with the
+//! expander choosing between node groups.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use autoscaler::control::LoopReport;
+use autoscaler::simulate::world::World;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use support::*;
+
+/// Three pods of 1800m / 3Gi. `snug` (2 CPU / 4 GiB) takes one pod per node and wastes little;
+/// `roomy` (8 CPU / 32 GiB) takes all three on one node but leaves most of it idle, and is the
+/// cheaper choice in total ($0.20 against 3 × $0.10). A one-node `system` group at its maximum
+/// hosts nothing of them.
+fn three_pods_two_groups(flags: &str, extra_objects: &str) -> String {
+    format!(
+        "duration: 20m\nflags: [{flags}]\nnodeGroups:\n{}{}{}objects:\n{}{extra_objects}",
+        group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
+        group_yaml("snug", 0, 10, 0, "2", "4Gi", "  pricePerHour: 0.10\n"),
+        group_yaml("roomy", 0, 10, 0, "8", "32Gi", "  pricePerHour: 0.20\n"),
+        deployment_yaml("web", 3, "1800m", "3Gi", ""),
+    )
+}
+
+/// Every scale-up the loop made, with its time.
+#[derive(Default)]
+struct ScaleUps(Vec<(Timestamp, String, usize)>);
+
+impl ScaleUps {
+    fn record(&mut self, now: Timestamp, report: Option<&LoopReport>) {
+        for inc in report.map(|r| r.scale_ups.as_slice()).unwrap_or_default() {
+            self.0.push((now, inc.node_group.clone(), inc.delta));
+        }
+    }
+}
+
+/// Runs a scenario: its scale-ups, and the web pods and nodes per group at the end.
+fn run_and_collect(yaml: &str) -> (ScaleUps, Vec<Pod>, BTreeMap<String, usize>) {
+    let mut ups = ScaleUps::default();
+    let mut last = (Vec::new(), Default::default());
+    run(
+        yaml,
+        &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
+            ups.record(now, report);
+            last = (app_pods(world, "web"), nodes_per_group(world));
+        }),
+    );
+    (ups, last.0, last.1)
+}
+
+fn assert_all_running(pods: &[Pod], expected: usize) {
+    let running: Vec<&Pod> = pods.iter().filter(|p| pod_phase(p) == "Running" && pod_node(p).is_some()).collect();
+    assert_eq!(
+        running.len(),
+        expected,
+        "pods: {:?}",
+        pods.iter().map(|p| (pod_key(p), pod_phase(p))).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn least_waste_expander_scales_up_the_group_that_leaves_least_idle_capacity() {
+    let (ups, pods, nodes) = run_and_collect(&three_pods_two_groups("--expander=least-waste", ""));
+    assert_eq!(ups.0.len(), 1, "one scale-up covers all pending pods: {:?}", ups.0);
+    assert_eq!((ups.0[0].1.as_str(), ups.0[0].2), ("snug", 3));
+    assert_eq!(nodes.get("roomy").copied().unwrap_or(0), 0);
+    assert_eq!(nodes.get("snug").copied(), Some(3));
+    assert_all_running(&pods, 3);
+}
+
+#[test]
+fn priority_expander_scales_up_the_highest_priority_group_of_the_config_map() {
+    let config_map = "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: cluster-autoscaler-priority-expander, namespace: kube-system}\n  data:\n    priorities: |\n      10:\n        - snu.*\n      50:\n        - .*oom.*\n";
+    let (ups, pods, nodes) = run_and_collect(&three_pods_two_groups("--expander=priority", config_map));
+    assert_eq!(ups.0.len(), 1, "{:?}", ups.0);
+    assert_eq!((ups.0[0].1.as_str(), ups.0[0].2), ("roomy", 1), "least-waste would pick snug; priority 50 wins");
+    assert_eq!(nodes.get("snug").copied().unwrap_or(0), 0);
+    assert_all_running(&pods, 3);
+
+    // Swapping the priorities swaps the choice.
+    let swapped = config_map.replace("10:", "TMP:").replace("50:", "10:").replace("TMP:", "50:");
+    let (ups, _, _) = run_and_collect(&three_pods_two_groups("--expander=priority", &swapped));
+    assert_eq!((ups.0[0].1.as_str(), ups.0[0].2), ("snug", 3));
+}
+
+#[test]
+fn pending_pods_trigger_one_scale_up_and_none_while_its_nodes_come_up() {
+    // Provisioning takes 1m; the loop runs every 10s meanwhile and must count the upcoming
+    // nodes instead of asking again.
+    let mut ups = ScaleUps::default();
+    let mut start = None;
+    let mut running_at = None;
+    run(
+        &three_pods_two_groups("--expander=least-waste", ""),
+        &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
+            let start = *start.get_or_insert(now);
+            ups.record(now, report);
+            let pods = app_pods(world, "web");
+            if running_at.is_none() && pods.iter().filter(|p| pod_phase(p) == "Running").count() == 3 {
+                running_at = Some(secs(start, now));
+            }
+        }),
+    );
+    assert_eq!(ups.0.len(), 1, "{:?}", ups.0);
+    // Pods younger than 2s do not trigger a scale-up (upstream's unschedulable-pod buffer), so
+    // the loop after the first one asks for the nodes.
+    let asked_at = secs(start.unwrap(), ups.0[0].0);
+    assert!(asked_at <= 10, "scale-up at {asked_at}s");
+    let running_at = running_at.expect("all pods run");
+    assert!((60..=120).contains(&running_at), "pods run once the nodes are up (1m provisioning): {running_at}s");
+}
+
+#[test]
+fn max_nodes_total_holds_at_every_step() {
+    // Twelve pods that each need a node of their own, two groups that could host them all, and
+    // --max-nodes-total=5 with two nodes already there. Nodes come up at different times, the
+    // loop keeps asking as pods stay pending, and a failed group makes it fall back to the other
+    // one: neither the cloud targets nor the registered nodes ever pass 5.
+    let yaml = format!(
+        "duration: 1h\nflags: [--max-nodes-total=5, --expander=random]\nnodeGroups:\n{}{}objects:\n{}events:\n- {{at: 0s, fault: {{group: b, type: failIncreaseSize, times: 1}}}}\n",
+        group_yaml("a", 0, 10, 2, "2", "8Gi", ""),
+        group_yaml("b", 0, 10, 0, "2", "8Gi", "  provisioningDelay: 3m\n"),
+        deployment_yaml("web", 12, "1500m", "1Gi", ""),
+    );
+    let mut most_targets = 0;
+    let mut most_nodes = 0;
+    let mut scale_ups = 0;
+    run(
+        &yaml,
+        &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
+            let targets = target(world, "a") + target(world, "b");
+            let nodes = node_names(world).len();
+            assert!(targets <= 5, "targets {targets} at {now}");
+            assert!(nodes <= 5, "{nodes} nodes at {now}");
+            most_targets = most_targets.max(targets);
+            most_nodes = most_nodes.max(nodes);
+            scale_ups += report.map_or(0, |r| r.scale_ups.len());
+        }),
+    );
+    assert_eq!((most_targets, most_nodes), (5, 5), "the limit was reached");
+    assert!(scale_ups >= 1);
+}
+
+#[test]
+#[ignore = "core::decide counts a registered NotStarted node twice (in the registered nodes and in the upcoming ones) when capping to --max-nodes-total; the fix belongs in autoscaler/src/core/decide.rs"]
+fn max_nodes_total_counts_a_starting_node_once() {
+    // Two nodes hold two of four pods (one per node); the other two ask for two more nodes,
+    // which register at ~70s and stay NotStarted for 3 minutes. At 100s a fifth pod arrives:
+    // nodes (2) + upcoming (2) = 4 < 5, so upstream adds the fifth node at once instead of
+    // waiting for the starting nodes to become Ready.
+    let yaml = format!(
+        "duration: 10m\nflags: [--max-nodes-total=5]\ncluster: {{nodeStartupDelay: 3m}}\nnodeGroups:\n{}objects:\n{}events:\n- {{at: 100s, scale: {{kind: Deployment, name: web, replicas: 5}}}}\n",
+        group_yaml("a", 0, 10, 2, "2", "8Gi", ""),
+        deployment_yaml("web", 4, "1500m", "1Gi", "        nodeSelector: {pool: a}\n"),
+    );
+    let mut ups = ScaleUps::default();
+    let mut start = None;
+    run(
+        &yaml,
+        &mut Watch(|now, _: &World, report: Option<&LoopReport>| {
+            start.get_or_insert(now);
+            ups.record(now, report);
+        }),
+    );
+    let start = start.unwrap();
+    let ups: Vec<(i64, String, usize)> = ups.0.into_iter().map(|(t, g, d)| (secs(start, t), g, d)).collect();
+    assert_eq!(ups.len(), 2, "{ups:?}");
+    assert_eq!(ups[0].2, 2);
+    assert_eq!(ups[1].2, 1);
+    assert!(ups[1].0 <= 120, "the fifth node was asked for only at {}s", ups[1].0);
+}
