@@ -45,7 +45,8 @@ const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/le
 
 /// A scratch directory holding the kubeconfig, the cloud config and the controllers' logs.
 fn workdir(server: &FakeApiServer, test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ca-controller-{test}-{}-{}", std::process::id(), server.addr().port()));
+    let dir =
+        std::env::temp_dir().join(format!("ca-controller-{test}-{}-{}", std::process::id(), server.addr().port()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("kubeconfig"), server.kubeconfig_yaml()).unwrap();
     std::fs::write(dir.join("cloud-config.yaml"), CLOUD_CONFIG).unwrap();
@@ -119,7 +120,11 @@ fn bind(pod: &mut Pod, node: &str) {
     pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
     pod.status = Some(PodStatus {
         phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition { type_: "PodScheduled".into(), status: "True".into(), ..Default::default() }]),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
         ..Default::default()
     });
 }
@@ -191,8 +196,8 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
     .await;
     // The scheduler binds the pod to the new node.
     server.modify::<Pod>(Some("default"), "big", |pod| bind(pod, &second)).unwrap();
-    let status = eventually("the status ConfigMap", || async { server.get::<ConfigMap>(Some("kube-system"), STATUS) })
-        .await;
+    let status =
+        eventually("the status ConfigMap", || async { server.get::<ConfigMap>(Some("kube-system"), STATUS) }).await;
     let annotations = status.metadata.annotations.unwrap_or_default();
     assert!(annotations.contains_key("cluster-autoscaler.kubernetes.io/last-updated"), "{annotations:?}");
     assert!(status.data.unwrap_or_default().get("status").is_some_and(|s| s.contains("Healthy")));
@@ -235,8 +240,7 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
         server.evictions().iter().any(|e| e.name == "small-1" && e.status == 201).then_some(())
     })
     .await;
-    eventually("the drained node deleted", || async { (!node_names(&server).contains(&second)).then_some(()) })
-        .await;
+    eventually("the drained node deleted", || async { (!node_names(&server).contains(&second)).then_some(()) }).await;
     assert!(node_names(&server).contains(&first), "the node group's minimum stays");
     assert!(!has_taint(&server, &first, "ToBeDeletedByClusterAutoscaler"));
     eventually("ScaleDown events on the node and the pod", || async {
@@ -246,7 +250,10 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
     })
     .await;
     eventually("scaled_down_nodes_total in /metrics", || async {
-        metrics(port).await.contains("cluster_autoscaler_scaled_down_nodes_total{reason=\"underutilized\"} 1").then_some(())
+        metrics(port)
+            .await
+            .contains("cluster_autoscaler_scaled_down_nodes_total{reason=\"underutilized\"} 1")
+            .then_some(())
     })
     .await;
 
@@ -270,10 +277,8 @@ async fn dropped_and_expired_watches_are_survived() {
     // Only a resumed (or re-listed) watch can show the controller these pods.
     server.seed(&running_pod("filler", 3000, &first));
     server.seed(&pending_pod("big", 3000));
-    eventually("a second node after the watches were cut", || async {
-        (node_names(&server).len() == 2).then_some(())
-    })
-    .await;
+    eventually("a second node after the watches were cut", || async { (node_names(&server).len() == 2).then_some(()) })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,10 +303,8 @@ async fn a_second_replica_waits_for_the_lease_and_takes_over_when_the_leader_sto
         args
     };
     let mut first = Controller::start(&dir, "first", &replica_flags("status-first", free_port()));
-    eventually("the first replica's status", || async {
-        server.get::<ConfigMap>(Some("kube-system"), "status-first")
-    })
-    .await;
+    eventually("the first replica's status", || async { server.get::<ConfigMap>(Some("kube-system"), "status-first") })
+        .await;
     let holder = |server: &FakeApiServer| {
         server
             .get::<Lease>(Some("kube-system"), "cluster-autoscaler")
@@ -397,7 +400,8 @@ async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource() 
     eventually("the HPA's status and its SuccessfulRescale event", || async {
         let hpa = server.get::<HorizontalPodAutoscaler>(Some("default"), "web")?;
         let desired = hpa.status?.desired_replicas;
-        let rescaled = event_reasons(&server, "HorizontalPodAutoscaler", "web").iter().any(|r| r == "SuccessfulRescale");
+        let rescaled =
+            event_reasons(&server, "HorizontalPodAutoscaler", "web").iter().any(|r| r == "SuccessfulRescale");
         (desired == 3 && rescaled).then_some(())
     })
     .await;

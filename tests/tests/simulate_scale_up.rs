@@ -128,6 +128,7 @@ fn max_nodes_total_holds_at_every_step() {
     let mut most_targets = 0;
     let mut most_nodes = 0;
     let mut scale_ups = 0;
+    let mut limit_events = 0;
     run(
         &yaml,
         &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
@@ -138,14 +139,20 @@ fn max_nodes_total_holds_at_every_step() {
             most_targets = most_targets.max(targets);
             most_nodes = most_nodes.max(nodes);
             scale_ups += report.map_or(0, |r| r.scale_ups.len());
+            for e in report.iter().flat_map(|r| &r.events) {
+                if e.reason == "MaxNodesTotalReached" {
+                    assert_eq!(e.message, "Max total nodes in cluster reached: 5");
+                    limit_events += 1;
+                }
+            }
         }),
     );
     assert_eq!((most_targets, most_nodes), (5, 5), "the limit was reached");
     assert!(scale_ups >= 1);
+    assert!(limit_events >= 1, "upstream's MaxNodesTotalReached event while pods stay pending at the limit");
 }
 
 #[test]
-#[ignore = "core::decide counts a registered NotStarted node twice (in the registered nodes and in the upcoming ones) when capping to --max-nodes-total; the fix belongs in autoscaler/src/core/decide.rs"]
 fn max_nodes_total_counts_a_starting_node_once() {
     // Two nodes hold two of four pods (one per node); the other two ask for two more nodes,
     // which register at ~70s and stay NotStarted for 3 minutes. At 100s a fifth pod arrives:

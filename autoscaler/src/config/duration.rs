@@ -42,26 +42,35 @@ pub fn parse_go_duration(input: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(total))
 }
 
-/// Formats a duration the way Go prints it (`10m0s`, `1h0m0s`, `30s`, `1.5s`).
+/// A duration as Go prints one (`10m0s`, `1h2m3.5s`, `250ms`), as upstream's message does.
 pub fn format_go_duration(d: Duration) -> String {
-    if d.is_zero() {
-        return "0s".into();
+    let total = d.as_secs();
+    let nanos = d.subsec_nanos();
+    if total == 0 {
+        return match nanos {
+            0 => "0s".into(),
+            n if n < 1_000 => format!("{n}ns"),
+            n if n < 1_000_000 => format!("{}µs", trim_fraction(f64::from(n) / 1e3)),
+            n => format!("{}ms", trim_fraction(f64::from(n) / 1e6)),
+        };
     }
-    let total = d.as_secs_f64();
-    if total < 1.0 {
-        return format!("{}ms", d.as_millis());
-    }
-    let hours = d.as_secs() / 3600;
-    let minutes = (d.as_secs() % 3600) / 60;
-    let seconds = total - (hours * 3600 + minutes * 60) as f64;
-    let secs = if seconds.fract() == 0.0 { format!("{}s", seconds as u64) } else { format!("{seconds}s") };
-    if hours > 0 {
-        format!("{hours}h{minutes}m{secs}")
-    } else if minutes > 0 {
-        format!("{minutes}m{secs}")
+    let (hours, minutes, seconds) = (total / 3600, total / 60 % 60, total % 60);
+    let seconds = if nanos == 0 {
+        format!("{seconds}s")
     } else {
-        secs
+        let fraction = format!("{nanos:09}");
+        format!("{seconds}.{}s", fraction.trim_end_matches('0'))
+    };
+    match (hours, minutes) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
     }
+}
+
+fn trim_fraction(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -86,5 +95,14 @@ mod tests {
         assert_eq!(format_go_duration(Duration::from_secs(600)), "10m0s");
         assert_eq!(format_go_duration(Duration::from_secs(3600)), "1h0m0s");
         assert_eq!(format_go_duration(Duration::from_secs(30)), "30s");
+    }
+
+    #[test]
+    fn go_duration_matches_go_formatting() {
+        assert_eq!(format_go_duration(Duration::from_secs(600)), "10m0s");
+        assert_eq!(format_go_duration(Duration::from_secs(3723)), "1h2m3s");
+        assert_eq!(format_go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_go_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_go_duration(Duration::ZERO), "0s");
     }
 }

@@ -309,11 +309,17 @@ impl Autoscaler {
         let config_map = status_ref(&self.options);
         for (group, increase) in &update.timed_out {
             report.timed_out.push((group.clone(), *increase));
+            let provision = cloud.group(group).map_or(self.options.node_group_defaults.max_node_provision_time, |g| {
+                g.options.max_node_provision_time
+            });
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
                 reason: "ScaleUpTimedOut".into(),
-                message: format!("Nodes added to group {group} failed to register within the max node provision time"),
+                message: format!(
+                    "Nodes added to group {group} failed to register within {}",
+                    crate::config::duration::format_go_duration(provision)
+                ),
             });
             // Upstream reverts a timed-out scale-up, so the cloud stops trying to provision it.
             if let Some(handle) = cloud.handles.get(group)
@@ -490,6 +496,23 @@ impl Autoscaler {
 
     async fn scale_up(&mut self, plan: &Plan, cloud: &CloudState, now: Timestamp, report: &mut LoopReport) {
         let config_map = status_ref(&self.options);
+        // Upstream records these on its status ConfigMap (its log recorder).
+        if plan.scale_up.max_nodes_total_reached {
+            report.events.push(Event {
+                object: config_map.clone(),
+                event_type: EventType::Warning,
+                reason: "MaxNodesTotalReached".into(),
+                message: format!("Max total nodes in cluster reached: {}", self.options.max_nodes_total),
+            });
+        }
+        for e in &plan.scale_up.expander_events {
+            report.events.push(Event {
+                object: config_map.clone(),
+                event_type: if e.warning { EventType::Warning } else { EventType::Normal },
+                reason: e.reason.clone(),
+                message: e.message.clone(),
+            });
+        }
         if plan.scale_up.result == ScaleUpResult::Successful {
             let mut done = Vec::new();
             for inc in &plan.scale_up.increases {

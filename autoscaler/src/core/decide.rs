@@ -251,6 +251,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             ScaleUpPlan::empty(ScaleUpResult::NotNeeded, "no unschedulable pods need new nodes")
         } else if options.max_nodes_total > 0 && ready_schedulable >= options.max_nodes_total {
             let mut p = ScaleUpPlan::empty(ScaleUpResult::LimitedByMaxNodesTotal, "max total nodes in cluster reached");
+            p.max_nodes_total_reached = true;
             p.pods_remain_unschedulable = to_help
                 .iter()
                 .map(|pod| super::plan::PendingPodReasons {

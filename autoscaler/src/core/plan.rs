@@ -72,6 +72,9 @@ pub struct ScaleUpPlan {
     pub chosen_option: Option<String>,
     pub skipped_node_groups: BTreeMap<String, Vec<String>>,
     pub expander_events: Vec<ExpanderEventSummary>,
+    /// `--max-nodes-total` stopped or capped the scale-up (upstream's `MaxNodesTotalReached`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub max_nodes_total_reached: bool,
 }
 
 impl ScaleUpPlan {
@@ -89,6 +92,7 @@ impl ScaleUpPlan {
             chosen_option: None,
             skipped_node_groups: BTreeMap::new(),
             expander_events: Vec::new(),
+            max_nodes_total_reached: false,
         }
     }
 }

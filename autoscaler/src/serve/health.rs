@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
+use crate::config::duration::format_go_duration;
 use crate::ports::Clock;
 
 /// The three limits, with upstream's flag defaults.
@@ -73,41 +74,10 @@ impl std::fmt::Display for Unhealthy {
         write!(
             f,
             "Error: last activity more than {} ago, last success more than {} ago",
-            go_duration(self.since_activity),
-            go_duration(self.since_success)
+            format_go_duration(self.since_activity),
+            format_go_duration(self.since_success)
         )
     }
-}
-
-/// A duration as Go prints one (`10m0s`, `1h2m3.5s`, `250ms`), as upstream's message does.
-pub fn go_duration(d: Duration) -> String {
-    let total = d.as_secs();
-    let nanos = d.subsec_nanos();
-    if total == 0 {
-        return match nanos {
-            0 => "0s".into(),
-            n if n < 1_000 => format!("{n}ns"),
-            n if n < 1_000_000 => format!("{}µs", trim_fraction(f64::from(n) / 1e3)),
-            n => format!("{}ms", trim_fraction(f64::from(n) / 1e6)),
-        };
-    }
-    let (hours, minutes, seconds) = (total / 3600, total / 60 % 60, total % 60);
-    let seconds = if nanos == 0 {
-        format!("{seconds}s")
-    } else {
-        let fraction = format!("{nanos:09}");
-        format!("{seconds}.{}s", fraction.trim_end_matches('0'))
-    };
-    match (hours, minutes) {
-        (0, 0) => seconds,
-        (0, m) => format!("{m}m{seconds}"),
-        (h, m) => format!("{h}h{m}m{seconds}"),
-    }
-}
-
-fn trim_fraction(v: f64) -> String {
-    let s = format!("{v:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn elapsed(from: Timestamp, to: Timestamp) -> Duration {

@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::health::go_duration;
 use super::metrics::unremovable_reason_code;
 use super::*;
 use crate::config::AutoscalingOptions;
@@ -463,15 +462,6 @@ fn health_check_times_never_move_backwards() {
     health.record_success(plus(t0(), 50));
     // The late report of an older success does not rewind the clock of the check.
     assert!(health.check(plus(t0(), 100 + 600)).is_ok());
-}
-
-#[test]
-fn go_duration_matches_go_formatting() {
-    assert_eq!(go_duration(Duration::from_secs(600)), "10m0s");
-    assert_eq!(go_duration(Duration::from_secs(3723)), "1h2m3s");
-    assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
-    assert_eq!(go_duration(Duration::from_millis(250)), "250ms");
-    assert_eq!(go_duration(Duration::ZERO), "0s");
 }
 
 #[test]

@@ -284,6 +284,7 @@ pub fn plan_scale_up(
     // Cap to --max-nodes-total.
     let mut new_nodes = best.node_count;
     if ctx.options.max_nodes_total > 0 && ctx.current_node_count + new_nodes > ctx.options.max_nodes_total {
+        plan.max_nodes_total_reached = true;
         new_nodes = ctx.options.max_nodes_total.saturating_sub(ctx.current_node_count);
         if new_nodes == 0 {
             plan.result = ScaleUpResult::Error;
