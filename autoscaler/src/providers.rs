@@ -100,3 +100,53 @@ pub fn build_for_controller(
         _ => Ok(Built::Static(build(flags, nodes, options.resource_limiter())?)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: DecisionFlags,
+    }
+
+    fn build_with(args: &[&str]) -> Result<Built, ProviderError> {
+        let cli = Cli::try_parse_from(std::iter::once("ca").chain(args.iter().copied())).unwrap();
+        let options = AutoscalingOptions::from_flags(&cli.flags).unwrap();
+        build_for_controller(&cli.flags, &options, &[], Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn the_memory_example_builds_its_groups() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/examples/memory-node-groups.yaml");
+        let built = build_with(&["--cloud-provider=memory", &format!("--cloud-config={path}")]).unwrap();
+        let Built::Memory(provider, _) = built else { panic!("a memory provider") };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let groups = runtime.block_on(provider.node_groups());
+        let ids: Vec<String> = groups.iter().map(|g| g.id().to_string()).collect();
+        assert_eq!(ids, ["general", "compute"]);
+    }
+
+    #[test]
+    fn memory_without_cloud_config_and_unknown_providers_are_errors() {
+        let err = build_with(&["--cloud-provider=memory"]).err().unwrap();
+        assert!(err.to_string().contains("--cloud-config"), "{err}");
+        let err = build_with(&["--cloud-provider=aws"]).err().unwrap();
+        assert!(err.to_string().contains("--cloud-provider=aws"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_memory_cloud_config_names_the_file_and_field() {
+        let dir = std::env::temp_dir().join(format!("providers-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("groups.yaml");
+        std::fs::write(&path, "nodeGroups:\n  - id: g\n    minSize: 3\n    maxSize: 1\n    template: {}\n").unwrap();
+        let err =
+            build_with(&["--cloud-provider=memory", &format!("--cloud-config={}", path.display())]).err().unwrap();
+        let text = err.to_string();
+        assert!(text.contains("groups.yaml") && text.contains("minSize"), "{text}");
+    }
+}

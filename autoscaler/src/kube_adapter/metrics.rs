@@ -37,6 +37,23 @@ fn label_selector(metric: &MetricIdentifier) -> String {
     metric.selector.as_ref().map(format_label_selector).unwrap_or_default()
 }
 
+/// How the custom metrics API names the kind of a described object: the plural resource,
+/// qualified by its API group unless it is core (`services`, `deployments.apps`,
+/// `ingresses.networking.k8s.io`). Without a RESTMapper the plural follows English rules, as
+/// Kubernetes' own default pluralisation does.
+fn custom_metrics_resource(object: &CrossVersionObjectReference) -> String {
+    let kind = object.kind.to_lowercase();
+    let plural = if kind.ends_with('s') || kind.ends_with('x') || kind.ends_with("ch") || kind.ends_with("sh") {
+        format!("{kind}es")
+    } else if let Some(stem) = kind.strip_suffix('y').filter(|s| !s.ends_with(['a', 'e', 'i', 'o', 'u'])) {
+        format!("{stem}ies")
+    } else {
+        format!("{kind}s")
+    };
+    let group = object.api_version.as_deref().and_then(|v| v.split_once('/')).map(|(g, _)| g).unwrap_or_default();
+    if group.is_empty() { plural } else { format!("{plural}.{group}") }
+}
+
 fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -85,7 +102,7 @@ impl KubeMetrics {
         }
         let mut external: BTreeSet<(String, String, String)> = BTreeSet::new();
         let mut pods_metrics: BTreeSet<(String, String, String)> = BTreeSet::new();
-        let mut objects: BTreeSet<(String, String, String, String)> = BTreeSet::new();
+        let mut objects: BTreeSet<(String, String, String, String, String)> = BTreeSet::new();
         for hpa in &view.hpas {
             let namespace = hpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
             for m in hpa.spec.iter().flat_map(|s| s.metrics.iter().flatten()) {
@@ -96,12 +113,12 @@ impl KubeMetrics {
                     pods_metrics.insert((namespace.clone(), p.metric.name.clone(), label_selector(&p.metric)));
                 }
                 if let Some(o) = &m.object {
-                    let resource = format!("{}s", o.described_object.kind.to_lowercase());
                     objects.insert((
                         namespace.clone(),
-                        resource,
+                        custom_metrics_resource(&o.described_object),
                         o.described_object.name.clone(),
                         o.metric.name.clone(),
+                        label_selector(&o.metric),
                     ));
                 }
             }
@@ -142,10 +159,11 @@ impl KubeMetrics {
                 let _ = lists.add(&doc);
             }
         }
-        for (namespace, resource, name, metric) in objects {
+        for (namespace, resource, name, metric, selector) in objects {
             let path = format!(
-                "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{}",
-                encode(&metric)
+                "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{}?metricLabelSelector={}",
+                encode(&metric),
+                encode(&selector)
             );
             if let Some(doc) = self.get(&path).await {
                 let _ = lists.add(&doc);
@@ -191,5 +209,28 @@ impl MetricsSource for KubeMetrics {
 
     fn external_metric(&self, namespace: &str, metric: &MetricIdentifier) -> Result<Vec<i64>, MetricsError> {
         self.with(|m| m.external_metric(namespace, metric))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(api_version: &str, kind: &str) -> CrossVersionObjectReference {
+        CrossVersionObjectReference {
+            api_version: (!api_version.is_empty()).then(|| api_version.to_string()),
+            kind: kind.into(),
+            name: "x".into(),
+        }
+    }
+
+    #[test]
+    fn custom_metrics_resources_are_plural_and_group_qualified() {
+        assert_eq!(custom_metrics_resource(&object("v1", "Service")), "services");
+        assert_eq!(custom_metrics_resource(&object("", "Pod")), "pods");
+        assert_eq!(custom_metrics_resource(&object("apps/v1", "Deployment")), "deployments.apps");
+        assert_eq!(custom_metrics_resource(&object("networking.k8s.io/v1", "Ingress")), "ingresses.networking.k8s.io");
+        assert_eq!(custom_metrics_resource(&object("example.com/v1", "Policy")), "policies.example.com");
+        assert_eq!(custom_metrics_resource(&object("example.com/v1", "Gateway")), "gateways.example.com");
     }
 }
