@@ -5,9 +5,12 @@
 //! k8s-openapi type and must re-serialize to exactly what was written (k8s-openapi ignores
 //! unknown fields, so a misspelled field would otherwise pass unnoticed). The container's
 //! arguments are parsed with the binary's own flag definitions. The RBAC rules are checked in
-//! `deploy_manifests/rbac.rs` (against a permission table and against the requests the kube
-//! adapter really makes), the chart in `deploy_manifests/helm.rs`.
+//! `deploy_manifests/rbac.rs` (against a permission table and against the requests the
+//! controller really makes, recorded by `deploy_manifests/controller_run.rs`), the chart in
+//! `deploy_manifests/helm.rs`.
 
+#[path = "deploy_manifests/controller_run.rs"]
+mod controller_run;
 #[path = "deploy_manifests/helm.rs"]
 mod helm;
 #[path = "deploy_manifests/rbac.rs"]
@@ -16,8 +19,10 @@ mod rbac;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use autoscaler::config::{AutoscalingOptions, DecisionFlags};
-use clap::{Arg, ArgAction, Args, Command, FromArgMatches};
+use autoscaler::config::AutoscalingOptions;
+use autoscaler::leader::LeaseConfig;
+use autoscaler::run::RunArgs;
+use clap::Parser;
 use cloudprovider::static_provider::{StaticCloudProvider, StaticConfig};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, Service, ServiceAccount};
@@ -34,29 +39,6 @@ const IMAGE_REPOSITORY: &str = "ghcr.io/rust-cluster-autoscaler/cluster-autoscal
 const NON_ROOT_UID: i64 = 65532;
 /// Where the Deployment mounts the cloud-config ConfigMap.
 const CLOUD_CONFIG_MOUNT: &str = "/etc/cluster-autoscaler";
-
-/// Flags of the controller itself (client, leader election, health check, logging), accepted
-/// besides the decision flags of `autoscaler::config::DecisionFlags`. Keep in step with the
-/// controller's flag definitions: a name here that the binary rejects would crash the pod.
-const CONTROLLER_FLAGS: &[&str] = &[
-    "kubeconfig",
-    "kubernetes",
-    "address",
-    "leader-elect",
-    "leader-elect-lease-duration",
-    "leader-elect-renew-deadline",
-    "leader-elect-retry-period",
-    "leader-elect-resource-name",
-    "leader-elect-resource-namespace",
-    "kube-client-qps",
-    "kube-client-burst",
-    "v",
-    "logging-format",
-    "record-duplicated-events",
-    "max-inactivity",
-    "max-failing-time",
-    "max-startup-time",
-];
 
 // ---------------------------------------------------------------------------------------------
 // Reading files.
@@ -203,31 +185,37 @@ fn matches_labels(match_labels: &BTreeMap<String, String>, labels: &BTreeMap<Str
 // ---------------------------------------------------------------------------------------------
 // The binary's flags.
 
-/// The binary's flag set: the decision flags exactly as the binary defines them, plus
-/// [`CONTROLLER_FLAGS`] taking any value.
-fn flag_command() -> Command {
-    let mut command = DecisionFlags::augment_args(Command::new("cluster-autoscaler").no_binary_name(true));
-    for name in CONTROLLER_FLAGS {
-        command = command.arg(Arg::new(*name).long(*name).require_equals(true).num_args(1).action(ArgAction::Append));
-    }
-    command
+/// The controller's command line: `cluster-autoscaler` with no subcommand parses exactly
+/// [`RunArgs`] (the decision flags flattened with the controller's own), so a misspelled or
+/// removed flag fails here as it would crash the pod.
+#[derive(Parser)]
+#[command(name = "cluster-autoscaler", no_binary_name = true)]
+struct ControllerCommandLine {
+    #[command(flatten)]
+    run: RunArgs,
 }
 
-/// Parses arguments as the binary would; every argument must be `--name=value`.
-fn parse_flags(args: &[String]) -> Result<(DecisionFlags, clap::ArgMatches), String> {
+/// Parses arguments as the binary's controller would, and checks what it checks before it
+/// connects (options, expander, lease durations, `--address`, the lock kind); every argument
+/// must be `--name=value`.
+fn parse_flags(args: &[String]) -> Result<RunArgs, String> {
     if let Some(bad) = args.iter().find(|a| !a.starts_with("--") || !a.contains('=')) {
         return Err(format!("{bad:?} is not of the form --name=value"));
     }
-    let matches = flag_command().try_get_matches_from(args).map_err(|e| e.to_string())?;
-    let flags = DecisionFlags::from_arg_matches(&matches).map_err(|e| e.to_string())?;
-    AutoscalingOptions::from_flags(&flags).map_err(|e| e.to_string())?;
-    expander::Expander::new(&flags.expander).map_err(|e| format!("--expander={}: {e}", flags.expander))?;
-    Ok((flags, matches))
-}
-
-/// The value of a controller flag (the last one given).
-fn controller_flag(matches: &clap::ArgMatches, name: &str) -> Option<String> {
-    matches.get_many::<String>(name).and_then(|mut values| values.next_back().cloned())
+    let run = ControllerCommandLine::try_parse_from(args).map_err(|e| e.to_string())?.run;
+    AutoscalingOptions::from_flags(&run.flags).map_err(|e| e.to_string())?;
+    expander::Expander::new(&run.flags.expander).map_err(|e| format!("--expander={}: {e}", run.flags.expander))?;
+    let lease = LeaseConfig {
+        lease_duration: run.leader_elect_lease_duration,
+        renew_deadline: run.leader_elect_renew_deadline,
+        retry_period: run.leader_elect_retry_period,
+    };
+    lease.validate().map_err(|e| e.to_string())?;
+    autoscaler::serve::parse_address(&run.address)?;
+    if run.leader_elect_resource_lock != "leases" {
+        return Err(format!("--leader-elect-resource-lock={}: only leases", run.leader_elect_resource_lock));
+    }
+    Ok(run)
 }
 
 fn deployment_args(deployment: &Deployment) -> Vec<String> {
@@ -236,12 +224,9 @@ fn deployment_args(deployment: &Deployment) -> Vec<String> {
     container.args.clone().unwrap_or_default()
 }
 
-/// The port of `--address` (`:8085`, `0.0.0.0:8085`).
+/// The port `--address` serves on (`:8085`, `0.0.0.0:8085`), read as the controller reads it.
 fn address_port(address: &str) -> i32 {
-    address
-        .rsplit_once(':')
-        .and_then(|(_, port)| port.parse().ok())
-        .unwrap_or_else(|| panic!("bad --address {address:?}"))
+    autoscaler::serve::parse_address(address).unwrap_or_else(|e| panic!("{e}")).port().into()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,15 +315,16 @@ fn deployment_args_parse_with_the_binarys_own_flags() {
     let m = load_manifests();
     let deployment = only(&m.deployments, "Deployment");
     let args = deployment_args(deployment);
-    let (flags, matches) = parse_flags(&args).unwrap_or_else(|e| panic!("deployment.yaml args: {e}"));
+    let run = parse_flags(&args).unwrap_or_else(|e| panic!("deployment.yaml args: {e}"));
+    let flags = &run.flags;
     assert_eq!(flags.cloud_provider, "static");
     assert!(autoscaler::providers::AVAILABLE.contains(&flags.cloud_provider.as_str()));
     assert_eq!(flags.nodes, ["1:10:general"]);
     assert_eq!(flags.expander, "least-waste");
     assert_eq!(flags.cloud_config, format!("{CLOUD_CONFIG_MOUNT}/cloud-config.yaml"));
     assert_eq!(flags.namespace, "kube-system", "the Role, the Lease and the status ConfigMap live there");
-    assert_eq!(controller_flag(&matches, "leader-elect").as_deref(), Some("true"));
-    assert_eq!(controller_flag(&matches, "address").as_deref(), Some(":8085"));
+    assert!(run.leader_elect);
+    assert_eq!(run.address, ":8085");
 }
 
 #[test]
@@ -349,13 +335,35 @@ fn flag_parsing_rejects_unknown_flags_and_bad_values() {
     assert!(parse_flags(&args(&["--expander=cheapest"])).is_err(), "unknown expander");
     assert!(parse_flags(&args(&["--expander", "least-waste"])).is_err(), "not --name=value");
     assert!(parse_flags(&args(&["--leader-elect=false", "--max-nodes-total=5"])).is_ok());
+    // The controller's own flags are the binary's too.
+    assert!(parse_flags(&args(&["--leader-elect-lease-duraton=15s"])).is_err(), "misspelled controller flag");
+    assert!(parse_flags(&args(&["--kube-client-qps=fast"])).is_err(), "bad number");
+    assert!(parse_flags(&args(&["--logging-format=xml"])).is_err(), "unknown logging format");
+    assert!(parse_flags(&args(&["--leader-elect-renew-deadline=20s"])).is_err(), "renew deadline past the lease");
+    assert!(parse_flags(&args(&["--address=8085"])).is_err(), "--address needs host:port");
+    assert!(parse_flags(&args(&["--leader-elect-resource-lock=endpoints"])).is_err(), "only leases");
+    let run = parse_flags(&args(&[
+        "--kube-client-qps=20",
+        "--kube-client-burst=40",
+        "--leader-elect-resource-name=ca",
+        "--record-duplicated-events=true",
+        "--max-inactivity=5m",
+        "--frequent-loops-enabled=false",
+        "--logging-format=json",
+        "--v=4",
+    ]))
+    .unwrap_or_else(|e| panic!("controller flags: {e}"));
+    assert_eq!((run.kube_client_qps, run.kube_client_burst), (20.0, 40));
+    assert_eq!(run.leader_elect_resource_name, "ca");
+    assert!(run.record_duplicated_events && !run.frequent_loops_enabled);
+    assert_eq!(run.verbosity, 4);
 }
 
 #[test]
 fn cloud_config_configmap_builds_the_static_provider_with_the_deployment_flags() {
     let m = load_manifests();
     let deployment = only(&m.deployments, "Deployment");
-    let (flags, _) = parse_flags(&deployment_args(deployment)).unwrap();
+    let flags = parse_flags(&deployment_args(deployment)).unwrap().flags;
     let spec = pod_spec(deployment);
     let container = autoscaler_container(deployment);
 
@@ -425,15 +433,14 @@ fn deployment_is_critical_bounded_and_probed_on_the_health_check_port() {
         assert!(list.contains_key("cpu") && list.contains_key("memory"), "resources.{what} has cpu and memory");
     }
 
-    let (_, matches) = parse_flags(&deployment_args(deployment)).unwrap();
-    let address = controller_flag(&matches, "address").unwrap_or_else(|| ":8085".into());
+    let run = parse_flags(&deployment_args(deployment)).unwrap();
     let port = container
         .ports
         .iter()
         .flatten()
         .find(|p| p.name.as_deref() == Some("http-metrics"))
         .expect("a container port named http-metrics");
-    assert_eq!(port.container_port, address_port(&address), "the metrics port is --address's");
+    assert_eq!(port.container_port, address_port(&run.address), "the metrics port is --address's");
     let probe = container.liveness_probe.as_ref().and_then(|p| p.http_get.as_ref()).expect("an HTTP liveness probe");
     assert_eq!(probe.path.as_deref(), Some("/health-check"));
     assert!(
@@ -442,8 +449,7 @@ fn deployment_is_critical_bounded_and_probed_on_the_health_check_port() {
     );
 
     let replicas = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let leader_elect = controller_flag(&matches, "leader-elect").unwrap_or_else(|| "true".into());
-    assert!(replicas == 1 || leader_elect == "true", "more than one replica needs --leader-elect=true");
+    assert!(replicas == 1 || run.leader_elect, "more than one replica needs --leader-elect=true");
 }
 
 #[test]

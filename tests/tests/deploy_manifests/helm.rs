@@ -273,11 +273,13 @@ fn chart_template_passes_the_flags_the_test_renders() {
 fn chart_default_values_make_flags_the_binary_accepts() {
     let values = values();
     let args = rendered_args(&values, "kube-system");
-    let (flags, matches) = parse_flags(&args).unwrap_or_else(|e| panic!("the chart's default args {args:?}: {e}"));
+    let run = parse_flags(&args).unwrap_or_else(|e| panic!("the chart's default args {args:?}: {e}"));
+    let flags = &run.flags;
     assert_eq!(flags.cloud_provider, "static");
     assert_eq!(flags.nodes, ["1:10:general"]);
     assert_eq!(flags.expander, "least-waste");
-    assert_eq!(super::controller_flag(&matches, "leader-elect").as_deref(), Some("true"));
+    assert!(run.leader_elect);
+    assert_eq!(run.flags.namespace, "kube-system", "--namespace is the release namespace");
     assert!(autoscaler::providers::AVAILABLE.contains(&flags.cloud_provider.as_str()));
 
     let cloud_config = values["cloudConfig"].as_str().expect("cloudConfig is inline YAML text");
