@@ -18,7 +18,9 @@ use autoscaler::simulate::{self, SimulateArgs};
     name = "cluster-autoscaler",
     version,
     about = "A Kubernetes cluster autoscaler compatible with upstream's flags",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // As Go's flag package: a repeated flag's last value wins (repeatable ones accumulate).
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,8 +33,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print what the autoscaler would do now for a cluster dump, and why.
+    #[command(args_override_self = true)]
     Plan(Box<PlanArgs>),
     /// Run the whole autoscaler on an in-memory cluster over a scenario, on a virtual clock.
+    #[command(args_override_self = true)]
     Simulate(SimulateArgs),
 }
 

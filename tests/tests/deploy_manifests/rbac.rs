@@ -401,7 +401,8 @@ fn the_run_asks_each_metrics_api_as_the_pod_autoscalers_reference_it() {
     let requests = controller_requests();
     let namespace = Some("default");
     for expected in [
-        Request::new("metrics.k8s.io", "pods", "list", None, None),
+        // Pod metrics of the namespaces whose autoscalers use resource metrics.
+        Request::new("metrics.k8s.io", "pods", "list", namespace, None),
         Request::new("custom.metrics.k8s.io", &format!("pods/{PODS_METRIC}"), "get", namespace, Some("*")),
         Request::new("custom.metrics.k8s.io", &format!("services/{OBJECT_METRIC}"), "get", namespace, Some("web")),
         Request::new("external.metrics.k8s.io", HPA_EXTERNAL_METRIC, "list", namespace, None),
