@@ -312,7 +312,14 @@ impl ClusterSnapshot {
         let node =
             self.pod_location.get(pod_key).copied().ok_or_else(|| SnapshotError::PodNotFound(pod_key.to_string()))?;
         let info = self.nodes[node.index()].as_mut().expect("live node");
-        let position = info.pods.iter().position(|p| &*p.key == pod_key).expect("pod location is consistent");
+        // Callers usually pass the key of the very PodInfo they took from the node: try the
+        // pointer before comparing strings that mostly share a long prefix.
+        let position = info
+            .pods
+            .iter()
+            .position(|p| std::ptr::eq(&*p.key, pod_key))
+            .or_else(|| info.pods.iter().position(|p| &*p.key == pod_key))
+            .expect("pod location is consistent");
         let pod = info.take_pod(position);
         self.pod_location.remove(pod_key);
         let info = self.nodes[node.index()].as_ref().expect("live node");

@@ -237,6 +237,15 @@ impl fmt::Display for DrainBlocked {
     }
 }
 
+/// Whether draining `node` needs no new place for any pod and nothing blocks it: the same
+/// answer as `pods_to_move(..).is_ok_and(|p| p.is_empty())`, but it stops at the first pod that
+/// must move, which is what sorting thousands of busy candidates by emptiness needs.
+pub fn nothing_to_move(node: &NodeInfo, ctx: &DrainContext) -> bool {
+    node.pods
+        .iter()
+        .all(|pod| !matches!(pod_drain_outcome(pod, ctx), PodDrainOutcome::Move | PodDrainOutcome::Block(_)))
+}
+
 /// Upstream's GetPodsToMove: walks the node's pods in order and sorts them into pods to move,
 /// DaemonSet pods and on-completion pods; the first blocking pod stops the walk.
 pub fn pods_to_move(node: &NodeInfo, ctx: &DrainContext) -> Result<PodsToMove, DrainBlocked> {

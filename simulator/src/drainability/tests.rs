@@ -544,6 +544,28 @@ fn pods_to_move_sorts_pods_by_what_draining_does_with_them() {
 }
 
 #[test]
+fn nothing_to_move_agrees_with_pods_to_move() {
+    let ctx_cluster = Cluster::new();
+    let ctx = ctx_cluster.ctx();
+    let cases = [
+        (
+            "daemonsets and skipped pods only",
+            vec![with_owner(bare("agent"), "DaemonSet", "agent"), with_annotation(bare("static"), MIRROR_POD, "x")],
+            true,
+        ),
+        ("on-completion pod", vec![with_annotation(web("job"), SAFE_TO_EVICT, "on-completion")], true),
+        ("a pod to move", vec![with_owner(bare("agent"), "DaemonSet", "agent"), web("a")], false),
+        ("a blocking pod", vec![with_annotation(bare("static"), MIRROR_POD, "x"), bare("c")], false),
+        ("no pods", vec![], true),
+    ];
+    for (what, pods, expected) in cases {
+        let n = node_with("n", pods);
+        assert_eq!(nothing_to_move(&n, &ctx), expected, "{what}");
+        assert_eq!(pods_to_move(&n, &ctx).is_ok_and(|p| p.is_empty()), expected, "{what}");
+    }
+}
+
+#[test]
 fn blocking_reason_names_match_upstream() {
     let all = [
         (BlockingReason::ControllerNotFound, "ControllerNotFound"),

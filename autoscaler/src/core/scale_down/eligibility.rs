@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
+use simulator::drainability::{Controllers, DrainContext, PdbTracker, nothing_to_move};
 use simulator::utilization::{UtilizationInfo, calculate_utilization};
 use simulator::well_known::SCALE_DOWN_DISABLED;
 use simulator::{ClusterSnapshot, NodeId};
@@ -176,7 +176,7 @@ fn order_candidates(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot, candidat
         .into_iter()
         .map(|c| {
             let node = snapshot.node(c.id).expect("candidate node");
-            let empty = pods_to_move(node, &drain).is_ok_and(|p| p.pods.is_empty());
+            let empty = nothing_to_move(node, &drain);
             let rank = if empty {
                 0
             } else if ctx.memory.unneeded_since.contains_key(&*c.name) {
