@@ -18,6 +18,7 @@ pub mod instance;
 pub mod limits;
 pub mod memory;
 pub mod options;
+pub mod quantity;
 pub mod static_provider;
 
 pub use errors::{CloudProviderError, Result};

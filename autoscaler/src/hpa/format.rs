@@ -106,34 +106,7 @@ pub fn selector_string(selector: &Selector) -> String {
 
 /// `Quantity.AsApproximateFloat64()`: the quantity as a float, `None` when it does not parse.
 pub fn quantity_as_f64(quantity: &Quantity) -> Option<f64> {
-    let text = quantity.0.trim();
-    let number_end =
-        text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(text.len());
-    let (number, suffix) = text.split_at(number_end);
-    let value: f64 = number.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exponent if exponent.len() > 1 && (exponent.starts_with('e') || exponent.starts_with('E')) => {
-            10f64.powi(exponent[1..].parse::<i32>().ok()?)
-        }
-        _ => return None,
-    };
-    Some(value * factor)
+    cloudprovider::quantity::quantity_value(quantity.0.trim()).ok()
 }
 
 #[cfg(test)]

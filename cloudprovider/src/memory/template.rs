@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::NodeTemplate;
+use crate::quantity::quantity_value;
 
 pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
@@ -91,49 +92,6 @@ pub(crate) fn node_for_instance(template: &Node, name: &str, instance_id: &str, 
     node
 }
 
-/// A quantity's value in base units (cores, bytes, devices) as a float: enough for prices and
-/// "has GPUs" checks. The exact parser is `simulator::quantity`, which this crate does not use.
-pub(crate) fn quantity_value(text: &str) -> Result<f64, String> {
-    let fail = |reason: &str| Err(format!("invalid quantity {text:?}: {reason}"));
-    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
-    let number_len = unsigned.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
-    let (number, suffix) = unsigned.split_at(number_len);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-        return fail("expected a number");
-    }
-    let multiplier = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        other if other.starts_with(['e', 'E']) => {
-            let exponent = &other[1..];
-            let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-            match exponent.parse::<i32>() {
-                Ok(e) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && e.abs() <= 100 => {
-                    10f64.powi(e)
-                }
-                _ => return fail("bad exponent"),
-            }
-        }
-        _ => return fail("unknown suffix"),
-    };
-    let value: f64 = number.trim_end_matches('.').parse().or_else(|_| fail("bad number"))?;
-    Ok(if text.starts_with('-') { -value * multiplier } else { value * multiplier })
-}
-
 /// The value of one resource in a list, 0 when absent.
 pub(crate) fn resource_value(list: Option<&BTreeMap<String, Quantity>>, name: &str) -> Result<f64, String> {
     match list.and_then(|l| l.get(name)) {
@@ -145,26 +103,6 @@ pub(crate) fn resource_value(list: Option<&BTreeMap<String, Quantity>>, name: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantities_parse_in_every_notation() {
-        for (text, expected) in [
-            ("4", 4.0),
-            ("3900m", 3.9),
-            (".5", 0.5),
-            ("5.", 5.0),
-            ("16Gi", 16.0 * 1024f64.powi(3)),
-            ("129M", 129e6),
-            ("1e3", 1000.0),
-            ("-1k", -1000.0),
-        ] {
-            let value = quantity_value(text).unwrap();
-            assert!((value - expected).abs() <= 1e-9 * expected.abs().max(1.0), "{text}: {value}");
-        }
-        for bad in ["", "abc", "1x", "1.2.3", "Gi", "1e", ".", "1 Gi"] {
-            assert!(quantity_value(bad).is_err(), "{bad:?} should be rejected");
-        }
-    }
 
     #[test]
     fn template_completion_defaults_allocatable_pods_name_and_readiness() {

@@ -199,7 +199,7 @@ fn config_unquoted_quantities_are_accepted() {
     let capacity = status.capacity.as_ref().unwrap();
     assert_eq!(capacity["cpu"], Quantity("4".into()));
     // serde-saphyr may respell a YAML float; the amount is what matters.
-    assert_eq!(super::quantity::quantity_value(&capacity["memory"].0), Ok(1e9));
+    assert_eq!(crate::quantity::quantity_value(&capacity["memory"].0), Ok(1e9));
     assert_eq!(capacity["pods"], Quantity("110".into()));
     assert_eq!(capacity["ephemeral-storage"], Quantity("0.5".into()));
     assert_eq!(status.allocatable.as_ref().unwrap()["cpu"], Quantity("3.5".into()));

@@ -63,7 +63,6 @@ mod group;
 mod membership;
 mod pricing;
 mod provider;
-mod quantity;
 mod raw;
 mod spec;
 mod state;

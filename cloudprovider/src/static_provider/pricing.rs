@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::config::{GPU_RESOURCE, UnitPrices};
 use super::group::Shared;
 use super::membership::{group_index_for_node, instance_id_for_node};
-use super::quantity::quantity_value;
+use crate::quantity::quantity_value;
 use crate::{CloudProviderError, PricingModel, Result};
 
 const GIB: f64 = (1u64 << 30) as f64;

@@ -11,7 +11,7 @@ use super::error::ConfigError;
 use super::group::{Shared, StaticNodeGroup};
 use super::membership::{group_index_for_node, instance_id_for_node};
 use super::pricing::StaticPricing;
-use super::quantity::quantity_value;
+use crate::quantity::quantity_value;
 use crate::{CloudProvider, GpuConfig, NodeGroup, PricingModel, ResourceLimiter, Result};
 
 pub const PROVIDER_NAME: &str = "static";

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::quantity::quantity_value;
+use crate::quantity::quantity_value;
 
 pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 

@@ -1,14 +1,16 @@
-//! A small Kubernetes quantity reader for the static provider.
+//! A small Kubernetes quantity reader for providers' templates and prices, and for the pod
+//! autoscalers' `Quantity.AsApproximateFloat64()`.
 //!
 //! The exact parser lives in `simulator`, which this crate must not depend on (crates only point
 //! down the list in DESIGN.md). Here we need two things only: to refuse what the API server
-//! would refuse, and an approximate value for prices and "has GPUs" checks, so an `f64` is enough.
+//! would refuse, and an approximate value for prices, "has GPUs" checks and tolerances, so an
+//! `f64` is enough.
 //!
 //! Grammar (apimachinery `resource.Quantity`):
 //! `[+-] (digits | digits. | digits.digits | .digits) (Ki..Ei | n u m k M G T P E | e<int> | E<int> | "")`.
 
 /// The quantity's value in base units (cores, bytes, devices) as a float.
-pub(crate) fn quantity_value(text: &str) -> Result<f64, String> {
+pub fn quantity_value(text: &str) -> Result<f64, String> {
     let fail = |reason: &str| Err(format!("invalid quantity {text:?}: {reason}"));
     let (negative, rest) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
