@@ -20,6 +20,7 @@ pub mod memory;
 pub mod options;
 pub mod quantity;
 pub mod static_provider;
+mod unit_pricing;
 
 pub use errors::{CloudProviderError, Result};
 pub use instance::{Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus};
