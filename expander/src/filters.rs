@@ -42,22 +42,12 @@ pub(crate) fn most_pods_among(
     candidates: &[usize],
     scores: &mut Vec<(usize, OptionScore)>,
 ) -> Vec<usize> {
-    let mut best: Option<usize> = None;
-    let mut kept = Vec::new();
-    for &i in candidates {
+    keep_best(candidates, |i| {
         let pods = options[i].pods.len();
         scores.push((i, OptionScore::Pods(pods)));
-        match best {
-            Some(b) if pods < b => {}
-            Some(b) if pods == b => kept.push(i),
-            _ => {
-                best = Some(pods);
-                kept.clear();
-                kept.push(i);
-            }
-        }
-    }
-    kept
+        // More pods is better: compare negated counts.
+        Some(-(pods as f64))
+    })
 }
 
 pub(crate) fn least_waste_among(
@@ -65,24 +55,12 @@ pub(crate) fn least_waste_among(
     candidates: &[usize],
     scores: &mut Vec<(usize, OptionScore)>,
 ) -> Vec<usize> {
-    let mut best: Option<f64> = None;
-    let mut kept = Vec::new();
-    for &i in candidates {
+    keep_best(candidates, |i| {
         let (cpu, memory) = waste(&options[i]);
         scores.push((i, OptionScore::Waste { cpu, memory }));
-        // Both parts are finite or +∞ (never NaN), so the comparisons below are total.
-        let score = cpu + memory;
-        match best {
-            Some(b) if score > b => {}
-            Some(b) if score == b => kept.push(i),
-            _ => {
-                best = Some(score);
-                kept.clear();
-                kept.push(i);
-            }
-        }
-    }
-    kept
+        // Both parts are finite or +∞ (never NaN), so the comparisons are total.
+        Some(cpu + memory)
+    })
 }
 
 pub(crate) fn least_nodes_among(
@@ -90,19 +68,25 @@ pub(crate) fn least_nodes_among(
     candidates: &[usize],
     scores: &mut Vec<(usize, OptionScore)>,
 ) -> Vec<usize> {
-    let mut best: Option<usize> = None;
-    let mut kept = Vec::new();
-    for &i in candidates {
+    keep_best(candidates, |i| {
         let nodes = options[i].node_count;
         scores.push((i, OptionScore::Nodes(nodes)));
-        if nodes == 0 {
-            continue;
-        }
+        (nodes > 0).then_some(nodes as f64)
+    })
+}
+
+/// The candidates with the lowest score, in their original order; ties are exact. `score`
+/// is called once per candidate, in order; `None` leaves a candidate out of the running.
+fn keep_best(candidates: &[usize], mut score: impl FnMut(usize) -> Option<f64>) -> Vec<usize> {
+    let mut best: Option<f64> = None;
+    let mut kept = Vec::new();
+    for &i in candidates {
+        let Some(value) = score(i) else { continue };
         match best {
-            Some(b) if nodes > b => {}
-            Some(b) if nodes == b => kept.push(i),
+            Some(b) if value > b => {}
+            Some(b) if value == b => kept.push(i),
             _ => {
-                best = Some(nodes);
+                best = Some(value);
                 kept.clear();
                 kept.push(i);
             }
