@@ -86,6 +86,25 @@ pub(crate) struct Proposal {
 }
 
 impl<'a> ReplicaCalculator<'a> {
+    /// Groups the pods and keeps only the metrics of ready, live pods; an error when there are
+    /// no pods or no usable metric at all.
+    fn usable_metrics<'m>(&self, metrics: &mut Usage<'m>, resource: &str) -> Result<PodGroups<'a>, String>
+    where
+        'a: 'm,
+    {
+        if self.pods.is_empty() {
+            return Err("no pods returned by selector while calculating replica count".into());
+        }
+        let groups = self.group_pods(metrics, resource);
+        for name in groups.ignored.iter().chain(&groups.unready) {
+            metrics.remove(name);
+        }
+        if metrics.is_empty() {
+            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
+        }
+        Ok(groups)
+    }
+
     /// Upstream's `groupPods`: deleted and Failed pods are ignored, Pending ones unready, pods
     /// without a metric missing; for cpu, pods still initializing or whose metric was sampled
     /// before they became ready are unready too.
@@ -139,16 +158,7 @@ impl<'a> ReplicaCalculator<'a> {
     where
         'a: 'm,
     {
-        if self.pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".into());
-        }
-        let groups = self.group_pods(&metrics, resource);
-        for name in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(name);
-        }
-        if metrics.is_empty() {
-            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
-        }
+        let groups = self.usable_metrics(&mut metrics, resource)?;
         let requests = self.requests(container, resource)?;
         let (usage_ratio, utilization, raw) = utilization_ratio(&metrics, &requests, target_utilization)?;
 
@@ -197,16 +207,7 @@ impl<'a> ReplicaCalculator<'a> {
     where
         'a: 'm,
     {
-        if self.pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".into());
-        }
-        let groups = self.group_pods(&metrics, resource);
-        for name in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(name);
-        }
-        if metrics.is_empty() {
-            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
-        }
+        let groups = self.usable_metrics(&mut metrics, resource)?;
         let (usage_ratio, usage) = usage_ratio_of(&metrics, target_usage);
 
         let scale_up_with_unready = !groups.unready.is_empty() && usage_ratio > 1.0;
