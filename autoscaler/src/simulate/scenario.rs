@@ -322,12 +322,11 @@ fn object_ref(kind: String, namespace: String, name: String) -> ObjectRef {
     ObjectRef { kind, namespace, name }
 }
 
-/// Parses and validates a scenario.
-pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let ctx = Ctx { file };
+/// Reads YAML into `T`; an error names the field's path and line.
+fn deserialize<T: serde::de::DeserializeOwned>(ctx: &Ctx, text: &str) -> Result<T, ScenarioError> {
     let mut path = None;
-    let raw = serde_saphyr::with_deserializer_from_str(text, |d| {
-        serde_path_to_error::deserialize::<_, RawScenario>(d).map_err(|e| {
+    serde_saphyr::with_deserializer_from_str(text, |d| {
+        serde_path_to_error::deserialize::<_, T>(d).map_err(|e| {
             path = Some(render_path(e.path()));
             e.into_inner()
         })
@@ -336,7 +335,13 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         let message = DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
         let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
         ctx.err(path.clone().unwrap_or_default(), line, message)
-    })?;
+    })
+}
+
+/// Parses and validates a scenario.
+pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file };
+    let raw: RawScenario = deserialize(&ctx, text)?;
     let start = match &raw.start {
         Some(s) => s.value.parse::<Timestamp>().map_err(|_| ctx.err("start", line(s), "not an RFC 3339 time"))?,
         None => "2026-11-23T00:00:00Z".parse().expect("valid default start"),
@@ -519,18 +524,7 @@ struct RawGroupsFile {
 /// `memory` cloud provider.
 pub fn parse_node_groups(text: &str, file: &str) -> Result<Vec<GroupSpec>, ScenarioError> {
     let ctx = Ctx { file };
-    let mut path = None;
-    let raw = serde_saphyr::with_deserializer_from_str(text, |d| {
-        serde_path_to_error::deserialize::<_, RawGroupsFile>(d).map_err(|e| {
-            path = Some(render_path(e.path()));
-            e.into_inner()
-        })
-    })
-    .map_err(|e| {
-        let message = DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
-        let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
-        ctx.err(path.clone().unwrap_or_default(), line, message)
-    })?;
+    let raw: RawGroupsFile = deserialize(&ctx, text)?;
     parse_groups(&ctx, raw.node_groups)
 }
 
