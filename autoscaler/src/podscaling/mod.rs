@@ -153,6 +153,17 @@ fn selected_pods(view: &ClusterView, namespace: &str, selector: Option<&Selector
         .collect()
 }
 
+/// What a pod autoscaler sees of its target: the scale subresource and the pods it selects.
+fn scale_and_pods(view: &ClusterView, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<Pod>>) {
+    let pods = selected_pods(view, namespace, target.selector.as_ref());
+    let scale = HpaScale {
+        spec_replicas: target.spec_replicas,
+        status_replicas: target.status_replicas,
+        selector: target.selector.clone(),
+    };
+    (scale, pods)
+}
+
 impl PodScaling {
     pub fn new(config: HpaConfig) -> Self {
         PodScaling { config, ..Default::default() }
@@ -180,12 +191,7 @@ impl PodScaling {
                 name: reference.name.clone(),
             };
             let Some(t) = target(&wanted) else { continue };
-            let pods = selected_pods(view, &namespace, t.selector.as_ref());
-            let scale = HpaScale {
-                spec_replicas: t.spec_replicas,
-                status_replicas: t.status_replicas,
-                selector: t.selector.clone(),
-            };
+            let (scale, pods) = scale_and_pods(view, &namespace, &t);
             let state = self.hpa_states.entry(name.clone()).or_default();
             let decision = reconcile_hpa(hpa, &scale, &pods, metrics, &self.config, state, now);
             let status = decision.status(hpa.status.as_ref(), now);
@@ -220,12 +226,7 @@ impl PodScaling {
                 name: reference.name.clone(),
             };
             let Some(t) = target(&wanted) else { continue };
-            let pods = selected_pods(view, &namespace, t.selector.as_ref());
-            let scale = HpaScale {
-                spec_replicas: t.spec_replicas,
-                status_replicas: t.status_replicas,
-                selector: t.selector.clone(),
-            };
+            let (scale, pods) = scale_and_pods(view, &namespace, &t);
             let state = self.wpa_states.entry(name.clone()).or_insert_with(|| WpaState::from_object(wpa));
             let decision = reconcile_wpa(wpa, &scale, &pods, metrics, state, now);
             let report = AutoscalerReport {
