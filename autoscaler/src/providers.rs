@@ -121,7 +121,10 @@ mod tests {
 
     #[test]
     fn the_memory_example_builds_its_groups() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/examples/memory-node-groups.yaml");
+        // Read at run time: a build cached from a clone at another path carries a stale
+        // compile-time `CARGO_MANIFEST_DIR`.
+        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+        let path = format!("{dir}/../deploy/examples/memory-node-groups.yaml");
         let built = build_with(&["--cloud-provider=memory", &format!("--cloud-config={path}")]).unwrap();
         let Built::Memory(provider, _) = built else { panic!("a memory provider") };
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();

@@ -24,10 +24,10 @@ pub fn controller_binary() -> &'static Path {
     BINARY.get_or_init(|| {
         let profile = profile_dir();
         let target_dir = profile.parent().expect("a target directory").to_path_buf();
-        let output = Command::new(env!("CARGO"))
+        let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into()))
             .args(["build", "--locked", "-p", "autoscaler", "--bin", "cluster-autoscaler"])
             .env("CARGO_TARGET_DIR", &target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .current_dir(crate::package_dir())
             .output()
             .expect("running cargo build for the controller binary");
         assert!(

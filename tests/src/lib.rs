@@ -8,7 +8,15 @@ pub mod controller;
 pub mod fake_apiserver;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// The `tests` package directory. Read from cargo's run-time environment first: CI reuses a
+/// target directory across clones at different paths, and a cached build would carry the
+/// compile-time path of another clone.
+pub fn package_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
 
 /// How long [`eventually`] waits before failing the test. Generous: it bounds a hang, it does not
 /// measure anything.

@@ -44,7 +44,7 @@ const CLOUD_CONFIG_MOUNT: &str = "/etc/cluster-autoscaler";
 // Reading files.
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate lives in the workspace").to_path_buf()
+    tests::package_dir().parent().expect("the tests crate lives in the workspace").to_path_buf()
 }
 
 fn read(relative: &str) -> String {
