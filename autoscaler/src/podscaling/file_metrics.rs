@@ -157,10 +157,7 @@ pub struct FileMetrics<'a> {
 
 impl FileMetrics<'_> {
     fn selected<'p>(&'p self, namespace: &'p str, selector: &'p Selector) -> impl Iterator<Item = &'p Pod> + 'p {
-        self.pods.iter().map(|p| &**p).filter(move |p| {
-            p.metadata.namespace.as_deref().unwrap_or("default") == namespace
-                && selector.matches(p.metadata.labels.as_ref())
-        })
+        super::pods_in(self.pods, namespace, selector).map(|p| &**p)
     }
 }
 

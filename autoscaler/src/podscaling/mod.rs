@@ -141,16 +141,22 @@ fn key(meta: &ObjectMeta) -> String {
     format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref().unwrap_or(""))
 }
 
+/// The pods of `namespace` that `selector` selects: what a pod autoscaler and its metrics
+/// sources count.
+pub(crate) fn pods_in<'p>(
+    pods: &'p [Arc<Pod>],
+    namespace: &'p str,
+    selector: &'p Selector,
+) -> impl Iterator<Item = &'p Arc<Pod>> + 'p {
+    pods.iter().filter(move |p| {
+        p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+            && selector.matches(p.metadata.labels.as_ref())
+    })
+}
+
 fn selected_pods(view: &ClusterView, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
     let Some(selector) = selector else { return Vec::new() };
-    view.pods
-        .iter()
-        .filter(|p| {
-            p.metadata.namespace.as_deref().unwrap_or("default") == namespace
-                && selector.matches(p.metadata.labels.as_ref())
-        })
-        .cloned()
-        .collect()
+    pods_in(&view.pods, namespace, selector).cloned().collect()
 }
 
 /// What a pod autoscaler sees of its target: the scale subresource and the pods it selects.
