@@ -10,7 +10,7 @@ use autoscaler::config::AutoscalingOptions;
 use autoscaler::control::{Autoscaler, Parts};
 use autoscaler::core::{ClusterView, fixtures};
 use autoscaler::ports::{Clock, ClusterActions, ClusterReader, Event, EvictionError, PortError, Scale, ScaleTarget};
-use cloudprovider::static_provider::{StaticCloudProvider, StaticConfig};
+use cloudprovider_static::{StaticCloudProvider, StaticConfig};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
 use k8s_openapi::api::core::v1::Taint;

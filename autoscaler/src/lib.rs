@@ -1,5 +1,8 @@
 //! The control plane of the cluster autoscaler.
 //!
+//! - `cli`: the command line (controller, `plan`, `simulate`), the entry point of the binary and
+//!   of a platform team's own binary with its own provider.
+//! - `compose`: the composition root: the cloud provider and the expander from the flags.
 //! - `config`: flags, with upstream's names and defaults, and the typed options.
 //! - `control`: the control loop (upstream's RunOnce) and its memory between iterations.
 //! - `core`: the decision path (observe → snapshot → decide) shared by `plan` and the loop.
@@ -12,8 +15,9 @@
 //! - `ports`: the traits the control loop talks to the world through.
 //! - `serve`: the `/metrics` and `/health-check` endpoints (upstream's metrics and liveness rule).
 //! - `simulate`: the `simulate` subcommand (scenarios, the driver on a virtual clock, reports).
-//! - `providers`: building the cloud provider named by `--cloud-provider`.
 
+pub mod cli;
+pub mod compose;
 pub mod config;
 pub mod control;
 pub mod core;
@@ -24,7 +28,6 @@ pub mod memory;
 pub mod plan;
 pub mod podscaling;
 pub mod ports;
-pub mod providers;
 pub mod run;
 pub mod serve;
 pub mod simulate;

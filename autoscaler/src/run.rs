@@ -11,14 +11,13 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::kube::Api;
-use ::kube::api::{DeleteParams, PostParams};
 use clap::{ArgAction, Args, ValueEnum};
+use cloudprovider::{ProviderRegistry, Purpose};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::watch;
 
-use crate::config::duration::parse_go_duration;
+use crate::compose::{self, ProviderInputs};
 use crate::config::{AutoscalingOptions, DecisionFlags};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::kube_adapter::{
@@ -27,10 +26,10 @@ use crate::kube_adapter::{
 };
 use crate::leader::{LeaderElector, LeaseConfig, default_identity};
 use crate::ports::{ClusterReader, SystemClock};
-use crate::providers::{self, Built};
 use crate::serve::{
     Function, HealthCheck, HealthCheckConfig, HttpServer, Metrics, TRANSIENT_ERROR, cluster_resources, parse_address,
 };
+use cloudprovider::duration::parse_go_duration;
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_go_duration(s)
@@ -177,32 +176,6 @@ async fn shutdown_signal() {
     }
 }
 
-/// The memory provider's fake nodes: registered instances become Node objects, deleted ones go.
-async fn sync_memory_nodes(
-    provider: &cloudprovider::memory::MemoryCloudProvider,
-    time: &cloudprovider::memory::SharedTime,
-    nodes: &Api<Node>,
-) {
-    time.advance_to(Timestamp::now());
-    for event in provider.drain_events() {
-        match event {
-            cloudprovider::memory::CloudEvent::NodeRegistered { node, .. } => {
-                if let Err(error) = nodes.create(&PostParams::default(), &node).await {
-                    tracing::warn!(%error, node = ?node.metadata.name, "could not register the memory provider's node");
-                }
-            }
-            cloudprovider::memory::CloudEvent::InstanceDeleted { group, instance_id, .. } => {
-                // The provider names a node `<group>-<number>` for instance `memory://<group>/<number>`.
-                let number = instance_id.rsplit('/').next().unwrap_or_default();
-                let node_name = format!("{group}-{number}");
-                if let Err(error) = nodes.delete(&node_name, &DeleteParams::default()).await {
-                    tracing::warn!(%error, node = %node_name, "could not delete the memory provider's node");
-                }
-            }
-        }
-    }
-}
-
 /// A unique holder identity: the host name (the pod's name in a Deployment, as upstream) and a
 /// random suffix, so two processes on one host never both believe they hold the Lease.
 fn identity() -> Result<String, RunError> {
@@ -214,8 +187,9 @@ fn identity() -> Result<String, RunError> {
     Ok(format!("{host}_{:016x}", hasher.finish()))
 }
 
-/// Runs the controller until SIGTERM / SIGINT or the loss of the Lease.
-pub async fn run(args: RunArgs) -> Result<(), RunError> {
+/// Runs the controller until SIGTERM / SIGINT or the loss of the Lease, with the cloud provider
+/// `--cloud-provider` names among `providers`.
+pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunError> {
     let options = AutoscalingOptions::from_flags(&args.flags).map_err(|e| RunError::Config(e.to_string()))?;
     if args.leader_elect_resource_lock != "leases" {
         return Err(RunError::Config(format!(
@@ -230,12 +204,10 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     };
     lease_config.validate().map_err(|e| RunError::Config(e.to_string()))?;
     let address = parse_address(&args.address).map_err(RunError::Config)?;
-    let expander = expander::Expander::new(&options.expander)
-        .map_err(|e| RunError::Config(format!("--expander={}: {e}", options.expander)))?;
-    // The provider's flags and files are checked before anything connects (built again, with
-    // the cluster's nodes, once the caches have synced).
-    providers::build_for_controller(&args.flags, &options, &[], Timestamp::now())
-        .map_err(|e| RunError::Config(e.to_string()))?;
+    // The provider's and the expander's flags and files are checked before anything connects
+    // (built again, with the cluster's nodes and a client, once the caches have synced).
+    let check = ProviderInputs { purpose: Purpose::Check, nodes: Vec::new(), now: Timestamp::now(), kube: None };
+    compose::compose(providers, &args.flags, &options, check, None).await.map_err(compose_error)?;
     let client_options = KubeClientOptions {
         kubeconfig: (!args.kubeconfig.is_empty()).then(|| args.kubeconfig.clone().into()),
         master_url: (!args.kubernetes.is_empty()).then(|| args.kubernetes.clone()),
@@ -288,12 +260,14 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         }
     };
     let nodes: Vec<Node> = first_view.nodes.iter().map(|n| (**n).clone()).collect();
-    let built = providers::build_for_controller(&args.flags, &options, &nodes, Timestamp::now())
-        .map_err(|e| RunError::Config(e.to_string()))?;
-    let provider = built.provider();
-    if options.expander.split(',').any(|e| e.trim() == "price") && provider.pricing().is_err() {
-        return Err(RunError::Config(format!("--expander=price needs pricing, and {} has none", provider.name())));
-    }
+    let inputs = ProviderInputs {
+        purpose: Purpose::Controller,
+        nodes,
+        now: Timestamp::now(),
+        kube: Some(clients.client.clone()),
+    };
+    let (provider, expander) =
+        compose::compose(providers, &args.flags, &options, inputs, None).await.map_err(compose_error)?;
     let actions = Arc::new(KubeActions::with_options(
         clients.clone(),
         KubeActionsOptions {
@@ -344,7 +318,6 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         expander,
         metrics: Some(kube_metrics.clone()),
     });
-    let node_api: Api<Node> = Api::all(clients.client.clone());
     let mut next_loop = tokio::time::Instant::now();
     let result = loop {
         let next_sync = autoscaler
@@ -366,9 +339,6 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             _ = &mut shutdown => break Ok(()),
             _ = lost => break Err(RunError::Runtime("lost the leader Lease; stopping".into())),
             _ = tokio::time::sleep_until(next_loop.min(next_sync)) => {}
-        }
-        if let Built::Memory(p, time) = &built {
-            sync_memory_nodes(p, time, &node_api).await;
         }
         let now = tokio::time::Instant::now();
         if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| Timestamp::now() >= t) {
@@ -439,6 +409,13 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let _ = server.await;
     cluster.stop();
     result
+}
+
+fn compose_error(error: compose::ComposeError) -> RunError {
+    match error.exit_code() {
+        2 => RunError::Config(error.to_string()),
+        _ => RunError::Runtime(error.to_string()),
+    }
 }
 
 fn log_report(report: &LoopReport) {

@@ -1,5 +1,9 @@
-//! How the autoscaler reaches the infrastructure: the `CloudProvider`, `NodeGroup` and
-//! `PricingModel` traits (upstream's interface, method for method) and the providers.
+//! The provider seam: how the autoscaler reaches the infrastructure. The `CloudProvider`,
+//! `NodeGroup` and `PricingModel` traits (upstream's interface, method for method), their types
+//! and errors, the helpers every provider shares (Go durations, quantities, templates, per-unit
+//! prices) and the registry `--cloud-provider` chooses from. No provider lives here and no
+//! provider SDK is a dependency: each provider is its own crate beside this one
+//! (`cloudprovider/static`, `cloudprovider/memory`, `cloudprovider/externalgrpc`, …).
 //!
 //! The traits are async because real providers do I/O. The core calls `refresh()` once at the
 //! start of every loop; every other call is expected to read state cached by it.
@@ -13,20 +17,27 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
 
+pub mod duration;
 pub mod errors;
 pub mod instance;
 pub mod limits;
-pub mod memory;
 pub mod options;
+pub mod pricing;
 pub mod quantity;
-pub mod static_provider;
-mod unit_pricing;
+pub mod registry;
+pub mod template;
+pub mod yaml;
 
 pub use errors::{CloudProviderError, Result};
 pub use instance::{Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus};
 pub use limits::ResourceLimiter;
-pub use options::NodeGroupAutoscalingOptions;
-pub use static_provider::StaticCloudProvider;
+pub use options::{NodeGroupAutoscalingOptions, NodeGroupOptionOverrides};
+pub use registry::{BuildError, BuildResult, ProviderContext, ProviderFactory, ProviderRegistry, Purpose};
+
+/// The GPU label when a provider names none (NVIDIA's GPU feature discovery).
+pub const DEFAULT_GPU_LABEL: &str = "nvidia.com/gpu.product";
+/// The extended resource GPUs are requested as.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 /// What a fresh node of a group looks like: the Node object and the pods every new node runs
 /// from the start (DaemonSet and static pods).
@@ -165,7 +176,10 @@ pub trait NodeGroup: Send + Sync + Debug {
     }
 
     /// Per-group options overriding `defaults`. Optional; `Ok(None)` also means "defaults".
-    fn get_options(&self, _defaults: &NodeGroupAutoscalingOptions) -> Result<Option<NodeGroupAutoscalingOptions>> {
+    async fn get_options(
+        &self,
+        _defaults: &NodeGroupAutoscalingOptions,
+    ) -> Result<Option<NodeGroupAutoscalingOptions>> {
         Err(CloudProviderError::NotImplemented)
     }
 }

@@ -186,4 +186,3 @@ fn bad_values_name_their_path() {
     let err = node_from_bytes(&bytes).unwrap_err().to_string();
     assert!(err.starts_with("not a protobuf-encoded v1.Node: spec.taints[0].time_added: timestamp"), "{err}");
 }
-

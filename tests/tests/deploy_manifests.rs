@@ -23,7 +23,7 @@ use autoscaler::config::AutoscalingOptions;
 use autoscaler::leader::LeaseConfig;
 use autoscaler::run::RunArgs;
 use clap::Parser;
-use cloudprovider::static_provider::{StaticCloudProvider, StaticConfig};
+use cloudprovider_static::{StaticCloudProvider, StaticConfig};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -318,7 +318,7 @@ fn deployment_args_parse_with_the_binarys_own_flags() {
     let run = parse_flags(&args).unwrap_or_else(|e| panic!("deployment.yaml args: {e}"));
     let flags = &run.flags;
     assert_eq!(flags.cloud_provider, "static");
-    assert!(autoscaler::providers::AVAILABLE.contains(&flags.cloud_provider.as_str()));
+    assert!(autoscaler::compose::builtin_providers().contains(&flags.cloud_provider));
     assert_eq!(flags.nodes, ["1:10:general"]);
     assert_eq!(flags.expander, "least-waste");
     assert_eq!(flags.cloud_config, format!("{CLOUD_CONFIG_MOUNT}/cloud-config.yaml"));

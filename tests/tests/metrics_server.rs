@@ -13,7 +13,7 @@ use autoscaler::serve::{
     Function, HealthCheck, HealthCheckConfig, HttpServer, Metrics, OPENMETRICS_CONTENT_TYPE,
     PROMETHEUS_TEXT_CONTENT_TYPE,
 };
-use cloudprovider::memory::SharedTime;
+use cloudprovider_memory::SharedTime;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::oneshot;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args};
 
-use super::duration::parse_go_duration;
+use cloudprovider::duration::parse_go_duration;
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_go_duration(s)
@@ -31,8 +31,10 @@ fn non_negative_f64(s: &str) -> Result<f64, String> {
 /// controller.
 #[derive(Args, Clone, Debug)]
 pub struct DecisionFlags {
-    /// Cloud provider: `static` (groups from --nodes and --cloud-config; sizes only) or `memory`
-    /// (groups from --cloud-config in the scenario `nodeGroups` format; fake nodes appear and go).
+    /// Cloud provider, by registered name: `static` (groups from --nodes and --cloud-config; sizes
+    /// only), `memory` (groups from --cloud-config in the scenario `nodeGroups` format; fake nodes
+    /// appear and go), `externalgrpc` (a provider served over upstream's gRPC protocol), or one a
+    /// custom build registers.
     #[arg(long = "cloud-provider", default_value = "static")]
     pub cloud_provider: String,
 
@@ -43,6 +45,11 @@ pub struct DecisionFlags {
     /// Node group `<min>:<max>:<id>`; repeat for several groups.
     #[arg(long = "nodes", action = ArgAction::Append)]
     pub nodes: Vec<String>,
+
+    /// Node group discovery for providers that have it, `<discoverer>:<key>=<value>,…`
+    /// (e.g. AWS `asg:tag=k8s.io/cluster-autoscaler/enabled`); repeatable.
+    #[arg(long = "node-group-auto-discovery", action = ArgAction::Append)]
+    pub node_group_auto_discovery: Vec<String>,
 
     /// Namespace of the status ConfigMap, the priority expander ConfigMap and the leader lease.
     #[arg(long = "namespace", default_value = "kube-system")]

@@ -1,6 +1,5 @@
 //! Configuration: upstream's flags (`flags`) and the typed options the core reads (`options`).
 
-pub mod duration;
 pub mod flags;
 pub mod options;
 

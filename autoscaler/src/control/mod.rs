@@ -318,7 +318,7 @@ impl Autoscaler {
                 reason: "ScaleUpTimedOut".into(),
                 message: format!(
                     "Nodes added to group {group} failed to register within {}",
-                    crate::config::duration::format_go_duration(provision)
+                    cloudprovider::duration::format_go_duration(provision)
                 ),
             });
             // Upstream reverts a timed-out scale-up, so the cloud stops trying to provision it.

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cloudprovider::static_provider::instance_id_for_node;
 use cloudprovider::{InstanceErrorInfo, InstanceState};
+use cloudprovider_static::instance_id_for_node;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::backoff::Backoff;

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt, stream};
+
 use cloudprovider::{
     CloudProvider, CloudProviderError, GpuConfig, Instance, NodeGroup, NodeGroupAutoscalingOptions, NodeTemplate,
     PricingModel, ResourceLimiter,
@@ -54,6 +56,8 @@ impl std::fmt::Debug for CloudState {
 
 impl CloudState {
     /// Reads everything the decision needs from the provider. `refresh()` must have been called.
+    /// Groups, and nodes' groups, are asked concurrently (bounded), so a provider behind a
+    /// network (gRPC, a cloud API) costs about one round trip per kind of call, not one per group.
     pub async fn gather(
         provider: &dyn CloudProvider,
         nodes: &[Arc<Node>],
@@ -66,38 +70,25 @@ impl CloudState {
             pricing: provider.pricing().ok(),
             ..Default::default()
         };
+        let groups = provider.node_groups().await;
+        let states: Vec<NodeGroupState> = stream::iter(groups.iter().map(|g| group_state(provider, g, defaults)))
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
         let mut index_of: HashMap<String, usize> = HashMap::new();
-        for group in provider.node_groups().await {
-            let template = match group.template_node_info().await {
-                Ok(t) => Some(t),
-                Err(CloudProviderError::NotImplemented) => None,
-                Err(e) => return Err(e),
-            };
-            let options = match group.get_options(defaults) {
-                Ok(Some(o)) => o,
-                Ok(None) | Err(CloudProviderError::NotImplemented) => defaults.clone(),
-                Err(e) => return Err(e),
-            };
-            let id = group.id().to_string();
-            index_of.insert(id.clone(), state.groups.len());
-            state.groups.push(NodeGroupState {
-                template_gpu: template.as_ref().and_then(|t| provider.node_gpu_config(&t.node)),
-                id: id.clone(),
-                min_size: group.min_size(),
-                max_size: group.max_size(),
-                target_size: group.target_size().await?,
-                instances: group.nodes().await?,
-                template,
-                options,
-                exists: group.exist(),
-                autoprovisioned: group.autoprovisioned(),
-                debug: group.debug(),
-            });
-            state.handles.insert(id, group);
+        for (group, group_state) in groups.into_iter().zip(states) {
+            index_of.insert(group_state.id.clone(), state.groups.len());
+            state.handles.insert(group_state.id.clone(), group);
+            state.groups.push(group_state);
         }
-        for node in nodes {
+        let owners: Vec<Option<Arc<dyn NodeGroup>>> =
+            stream::iter(nodes.iter().map(|node| provider.node_group_for_node(node)))
+                .buffered(IN_FLIGHT)
+                .try_collect()
+                .await?;
+        for (node, owner) in nodes.iter().zip(owners) {
             let name = node.metadata.name.clone().unwrap_or_default();
-            if let Some(group) = provider.node_group_for_node(node).await?
+            if let Some(group) = owner
                 && let Some(&i) = index_of.get(group.id())
             {
                 state.node_groups.insert(name.clone(), i);
@@ -116,4 +107,46 @@ impl CloudState {
     pub fn group_of_node(&self, node: &str) -> Option<&NodeGroupState> {
         self.node_groups.get(node).map(|&i| &self.groups[i])
     }
+}
+
+/// Provider calls in flight at once while gathering.
+const IN_FLIGHT: usize = 32;
+
+/// One group as the provider reports it now.
+async fn group_state(
+    provider: &dyn CloudProvider,
+    group: &Arc<dyn NodeGroup>,
+    defaults: &NodeGroupAutoscalingOptions,
+) -> Result<NodeGroupState, CloudProviderError> {
+    let (template, options, target_size, instances) = futures::try_join!(
+        async {
+            match group.template_node_info().await {
+                Ok(t) => Ok(Some(t)),
+                Err(CloudProviderError::NotImplemented) => Ok(None),
+                Err(e) => Err(e),
+            }
+        },
+        async {
+            match group.get_options(defaults).await {
+                Ok(Some(o)) => Ok(o),
+                Ok(None) | Err(CloudProviderError::NotImplemented) => Ok(defaults.clone()),
+                Err(e) => Err(e),
+            }
+        },
+        group.target_size(),
+        group.nodes(),
+    )?;
+    Ok(NodeGroupState {
+        template_gpu: template.as_ref().and_then(|t: &NodeTemplate| provider.node_gpu_config(&t.node)),
+        id: group.id().to_string(),
+        min_size: group.min_size(),
+        max_size: group.max_size(),
+        target_size,
+        instances,
+        template,
+        options,
+        exists: group.exist(),
+        autoprovisioned: group.autoprovisioned(),
+        debug: group.debug(),
+    })
 }

@@ -84,7 +84,7 @@ impl ClusterState {
                     Readiness::NotStarted => gs.not_started += 1,
                 }
             }
-            registered_ids.insert(cloudprovider::static_provider::instance_id_for_node(node), ());
+            registered_ids.insert(cloudprovider_static::instance_id_for_node(node), ());
             state.readiness.insert(name, r);
         }
         for g in &cloud.groups {

@@ -23,7 +23,7 @@ use super::scale_up::{ScaleUpContext, plan_min_size_scale_up, plan_scale_up};
 use super::templates::{TemplateSource, build_templates};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
-use crate::config::duration::parse_go_duration;
+use cloudprovider::duration::parse_go_duration;
 
 pub struct DecisionInput<'a> {
     pub view: &'a ClusterView,

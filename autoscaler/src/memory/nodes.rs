@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cloudprovider::memory::{CloudEvent, plus};
+use cloudprovider_memory::{CloudEvent, plus};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloudprovider::memory::plus;
+use cloudprovider_memory::plus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -16,7 +16,7 @@ use simulator::PodInfo;
 use super::cluster::{MemoryCluster, Timer, Workload};
 use super::config::RUN_DURATION_ANNOTATION;
 use super::store::ObjectKey;
-use crate::config::duration::parse_go_duration;
+use cloudprovider::duration::parse_go_duration;
 
 /// What a pod update changed, so that derived data is recomputed only when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloudprovider::memory::SharedTime;
+use cloudprovider_memory::SharedTime;
 use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::jiff::Timestamp;
 

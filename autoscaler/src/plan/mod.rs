@@ -7,14 +7,15 @@ pub mod report;
 pub mod snapshot;
 
 use clap::{Args, ValueEnum};
+use cloudprovider::{ProviderRegistry, Purpose};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::config::duration::format_go_duration;
+use crate::compose::{self, ComposeError, ProviderInputs};
 use crate::config::{AutoscalingOptions, ConfigError, DecisionFlags};
 use crate::core::{CloudState, ClusterState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
 use crate::podscaling::{AutoscalerReport, PodScaling, anticipated_pods, target_from_view};
-use crate::providers;
+use cloudprovider::duration::format_go_duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -58,27 +59,34 @@ pub struct PlanOutput {
     pub hpa: Vec<AutoscalerReport>,
 }
 
-/// Errors of `plan`; all of them are bad input (exit code 2).
+/// Errors of `plan`: bad input (exit code 2), or a provider out of reach (1).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error(transparent)]
     Snapshot(#[from] snapshot::SnapshotError),
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("--expander={spec}: {message}")]
-    Expander { spec: String, message: String },
     #[error("--now={0:?}: not an RFC 3339 time (e.g. 2026-11-21T12:00:00Z)")]
     Now(String),
     #[error(transparent)]
-    Provider(#[from] providers::ProviderError),
+    Compose(#[from] ComposeError),
     #[error("cloud provider: {0}")]
     Cloud(#[from] cloudprovider::CloudProviderError),
-    #[error("--expander=price needs a cloud provider with pricing, and {0} has none")]
-    NoPricing(String),
 }
 
-/// Runs `plan` and returns the report.
-pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
+impl PlanError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            PlanError::Compose(e) => e.exit_code(),
+            PlanError::Cloud(_) => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Runs `plan` with the cloud provider `--cloud-provider` names among `providers` (read only)
+/// and returns the report.
+pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String, PlanError> {
     let mut view = ClusterView::default();
     let mut metric_lists = MetricLists::default();
     for source in args.snapshot.iter().chain(&args.metrics) {
@@ -90,18 +98,10 @@ pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
         Some(t) => t.parse::<Timestamp>().map_err(|_| PlanError::Now(t.clone()))?,
         None => Timestamp::now(),
     };
-    let mut expander = match args.random_seed {
-        Some(seed) => expander::Expander::with_seed(&options.expander, seed),
-        None => expander::Expander::new(&options.expander),
-    }
-    .map_err(|e| PlanError::Expander { spec: options.expander.clone(), message: e.to_string() })?;
-
     let nodes: Vec<_> = view.nodes.iter().map(|n| (**n).clone()).collect();
-    let provider = providers::build_dyn(&args.flags, &nodes, options.resource_limiter())?;
+    let inputs = ProviderInputs { purpose: Purpose::Plan, nodes, now, kube: None };
+    let (provider, mut expander) = compose::compose(providers, &args.flags, &options, inputs, args.random_seed).await?;
     provider.refresh().await?;
-    if options.expander.split(',').any(|e| e.trim() == "price") && provider.pricing().is_err() {
-        return Err(PlanError::NoPricing(provider.name().to_string()));
-    }
     let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options.node_group_defaults).await?;
     let state = ClusterState::observe(&view, &cloud, &options, now);
     let memory = LoopMemory::for_plan();

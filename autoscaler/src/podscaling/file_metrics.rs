@@ -13,10 +13,10 @@ use serde_json::Value;
 use simulator::labels::Selector;
 use simulator::quantity::parse_milli;
 
-use crate::config::duration::parse_go_duration;
 use crate::hpa::{
     ContainerUsage, MetricsError, MetricsSource, PodMetric, PodMetricsInfo, PodResourceMetric, PodResourceMetrics,
 };
+use cloudprovider::duration::parse_go_duration;
 
 /// One `PodMetrics` item: container → resource → milli-units.
 #[derive(Clone, Debug)]

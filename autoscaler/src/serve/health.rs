@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::config::duration::format_go_duration;
 use crate::ports::Clock;
+use cloudprovider::duration::format_go_duration;
 
 /// The three limits, with upstream's flag defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

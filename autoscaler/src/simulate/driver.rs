@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cloudprovider::memory::{FaultCount, Fulfilment};
 use cloudprovider::{CloudProvider, CloudProviderError, InstanceState, NodeGroup};
+use cloudprovider_memory::{FaultCount, Fulfilment};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -228,8 +228,8 @@ pub async fn run_observed(
         Arc::new(super::load::LoadModel::new(loads, scenario.start, world.handle.clone()))
             as Arc<dyn crate::hpa::MetricsSource + Send + Sync>
     });
-    let expander = expander::Expander::with_seed(&options.expander, scenario.seed)
-        .map_err(|e| SimulateError::World(WorldError::Flags(format!("--expander: {e}"))))?;
+    let expander = crate::compose::build_expander(&options, world.cloud.as_ref(), Some(scenario.seed))
+        .map_err(|e| SimulateError::World(WorldError::Flags(format!("flags: {e}"))))?;
     let scan_interval = options.scan_interval;
     let mut autoscaler = Autoscaler::new(Parts {
         options,
@@ -243,8 +243,10 @@ pub async fn run_observed(
     let groups: Vec<GroupInfo> = scenario
         .groups
         .iter()
-        .map(|g| {
-            let template = world::template(g);
+        .zip(&world.cloud.config().groups)
+        .map(|(g, spec)| {
+            // The provider's completed template (capacity, allocatable and pods defaulted).
+            let template = spec.template.node.clone();
             let price = g.price_per_hour.unwrap_or_else(|| {
                 world
                     .cloud

@@ -24,11 +24,11 @@ use serde_json::Value;
 use simulator::labels::Selector;
 use simulator::quantity::parse_milli;
 
-use crate::config::duration::parse_go_duration;
 use crate::hpa::{ContainerUsage, MetricsError, MetricsSource, PodMetricsInfo, PodResourceMetric, PodResourceMetrics};
 use crate::memory::MemoryClusterHandle;
 use crate::podscaling::target_from_view;
 use crate::ports::ScaleTarget;
+use cloudprovider::duration::parse_go_duration;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

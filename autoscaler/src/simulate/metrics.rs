@@ -190,7 +190,7 @@ impl Metrics {
 
     /// Σ over groups of the lower bound, over the nodes there are; `None` without nodes.
     fn packing_efficiency(&self, view: &ClusterView) -> Option<f64> {
-        let prefix = |g: &str| cloudprovider::memory::provider_id_prefix(g);
+        let prefix = |g: &str| cloudprovider_memory::provider_id_prefix(g);
         let mut requests: BTreeMap<&str, Resources> = BTreeMap::new();
         let mut node_group: HashMap<&str, &str> = HashMap::new();
         let mut nodes = 0usize;

@@ -34,23 +34,17 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::Value;
-use serde_path_to_error::Segment;
-use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, Spanned};
+use serde_saphyr::Spanned;
 
-use crate::config::duration::parse_go_duration;
+use cloudprovider::duration::parse_go_duration;
+use cloudprovider::yaml::{FileError, line_of, normalize_quantities};
+use cloudprovider_memory::file::{self as memory_file, GroupFileSpec, RawGroup};
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{file}{}: {field}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
-pub struct ScenarioError {
-    pub file: String,
-    pub field: String,
-    pub line: Option<u64>,
-    pub message: String,
-}
+/// A problem in a scenario file: file, line, field and message.
+pub type ScenarioError = FileError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -78,21 +72,6 @@ struct RawCluster {
     node_startup_delay: Option<Spanned<String>>,
     pod_startup_delay: Option<Spanned<String>>,
     job_run_duration: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawGroup {
-    id: Spanned<String>,
-    min_size: Spanned<usize>,
-    max_size: Spanned<usize>,
-    initial_size: Option<Spanned<usize>>,
-    price_per_hour: Option<Spanned<f64>>,
-    provisioning_delay: Option<Spanned<String>>,
-    #[serde(default)]
-    zero_or_max: bool,
-    options: Option<Spanned<Value>>,
-    template: Spanned<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -161,21 +140,6 @@ fn default_namespace() -> String {
     "default".into()
 }
 
-/// A node group of the in-memory cloud.
-#[derive(Clone, Debug)]
-pub struct GroupSpec {
-    pub id: String,
-    pub min_size: usize,
-    pub max_size: usize,
-    pub initial_size: usize,
-    pub price_per_hour: Option<f64>,
-    pub provisioning_delay: Duration,
-    pub zero_or_max: bool,
-    /// The `options` mapping, as the cloud-config file writes it.
-    pub options: Option<Value>,
-    pub template: Node,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRef {
     pub kind: String,
@@ -238,32 +202,23 @@ pub struct Scenario {
     pub seed: u64,
     pub flags: Vec<String>,
     pub timing: ClusterTiming,
-    pub groups: Vec<GroupSpec>,
+    pub groups: Vec<GroupFileSpec>,
     pub objects: Vec<Value>,
     pub events: Vec<ScenarioEvent>,
     /// Load traces for workloads with pod autoscalers (read by `hpa` support).
     pub loads: Vec<Value>,
 }
 
-fn line<T>(s: &Spanned<T>) -> Option<u64> {
-    Some(s.referenced.line()).filter(|l| *l > 0)
-}
-
 /// Keys whose values are `Spanned` (they show up as an extra `value` segment in error paths).
 const SPANNED: &[&str] = &[
     "start",
     "duration",
+    "flags",
+    "objects",
+    "loads",
     "nodeStartupDelay",
     "podStartupDelay",
     "jobRunDuration",
-    "id",
-    "minSize",
-    "maxSize",
-    "initialSize",
-    "pricePerHour",
-    "provisioningDelay",
-    "options",
-    "template",
     "at",
     "scale",
     "ramp",
@@ -273,35 +228,8 @@ const SPANNED: &[&str] = &[
     "annotateNode",
 ];
 
-fn render_path(path: &serde_path_to_error::Path) -> String {
-    let mut out = String::new();
-    let mut previous: Option<String> = None;
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => {
-                if previous.as_deref() == Some("flags") || previous.as_deref() == Some("objects") {
-                    out.push_str(&format!("[{index}]"));
-                    previous = None;
-                    continue;
-                }
-                out.push_str(&format!("[{index}]"));
-                previous = None;
-            }
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                if key == "value" && previous.as_deref().is_some_and(|p| SPANNED.contains(&p)) {
-                    previous = None;
-                    continue;
-                }
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(key);
-                previous = Some(key.clone());
-            }
-            Segment::Unknown => previous = None,
-        }
-    }
-    out
+fn line<T>(s: &Spanned<T>) -> Option<u64> {
+    line_of(s)
 }
 
 struct Ctx<'a> {
@@ -310,7 +238,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: impl Into<String>, line: Option<u64>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError { file: self.file.into(), field: field.into(), line, message: message.into() }
+        FileError::new(self.file, field, line, message)
     }
 
     fn duration(&self, field: &str, s: &Spanned<String>) -> Result<Duration, ScenarioError> {
@@ -324,18 +252,8 @@ fn object_ref(kind: String, namespace: String, name: String) -> ObjectRef {
 
 /// Reads YAML into `T`; an error names the field's path and line.
 fn deserialize<T: serde::de::DeserializeOwned>(ctx: &Ctx, text: &str) -> Result<T, ScenarioError> {
-    let mut path = None;
-    serde_saphyr::with_deserializer_from_str(text, |d| {
-        serde_path_to_error::deserialize::<_, T>(d).map_err(|e| {
-            path = Some(render_path(e.path()));
-            e.into_inner()
-        })
-    })
-    .map_err(|e| {
-        let message = DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
-        let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
-        ctx.err(path.clone().unwrap_or_default(), line, message)
-    })
+    let spanned: Vec<&str> = SPANNED.iter().chain(memory_file::SPANNED_KEYS).copied().collect();
+    cloudprovider::yaml::from_str(text, ctx.file, &spanned)
 }
 
 /// Parses and validates a scenario.
@@ -364,7 +282,7 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         pod_startup_delay: opt_duration("cluster.podStartupDelay", &cluster.pod_startup_delay)?,
         job_run_duration: opt_duration("cluster.jobRunDuration", &cluster.job_run_duration)?,
     };
-    let groups = parse_groups(&ctx, raw.node_groups)?;
+    let groups = memory_file::parse_groups(file, raw.node_groups)?;
     let mut objects = Vec::new();
     for (i, o) in raw.objects.into_iter().enumerate() {
         check_object(&ctx, &format!("objects[{i}]"), &o)?;
@@ -458,76 +376,6 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     })
 }
 
-fn parse_groups(ctx: &Ctx, raw_groups: Vec<RawGroup>) -> Result<Vec<GroupSpec>, ScenarioError> {
-    let mut groups = Vec::new();
-    for (i, g) in raw_groups.into_iter().enumerate() {
-        let field = |f: &str| format!("nodeGroups[{i}].{f}");
-        if g.id.value.is_empty() {
-            return Err(ctx.err(field("id"), line(&g.id), "must not be empty"));
-        }
-        if groups.iter().any(|other: &GroupSpec| other.id == g.id.value) {
-            return Err(ctx.err(field("id"), line(&g.id), format!("duplicate node group id {:?}", g.id.value)));
-        }
-        if g.min_size.value > g.max_size.value {
-            return Err(ctx.err(
-                field("minSize"),
-                line(&g.min_size),
-                format!("min size {} is greater than max size {}", g.min_size.value, g.max_size.value),
-            ));
-        }
-        let initial = g.initial_size.as_ref().map_or(g.min_size.value, |s| s.value);
-        if let Some(s) = &g.initial_size
-            && (s.value > g.max_size.value || s.value < g.min_size.value)
-        {
-            return Err(ctx.err(
-                field("initialSize"),
-                line(s),
-                format!("{} is outside [{}, {}]", s.value, g.min_size.value, g.max_size.value),
-            ));
-        }
-        if let Some(p) = &g.price_per_hour
-            && (p.value.is_nan() || p.value < 0.0)
-        {
-            return Err(ctx.err(field("pricePerHour"), line(p), "must not be negative"));
-        }
-        let template: Node =
-            serde_path_to_error::deserialize(normalize_quantities(g.template.value.clone())).map_err(|e| {
-                ctx.err(format!("{}.{}", field("template"), e.path()), line(&g.template), e.inner().to_string())
-            })?;
-        let provisioning_delay = match &g.provisioning_delay {
-            Some(d) => ctx.duration(&field("provisioningDelay"), d)?,
-            None => Duration::from_secs(120),
-        };
-        groups.push(GroupSpec {
-            id: g.id.value.clone(),
-            min_size: g.min_size.value,
-            max_size: g.max_size.value,
-            initial_size: initial,
-            price_per_hour: g.price_per_hour.map(|p| p.value),
-            provisioning_delay,
-            zero_or_max: g.zero_or_max,
-            options: g.options.map(|o| o.value),
-            template,
-        });
-    }
-    Ok(groups)
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawGroupsFile {
-    #[serde(default)]
-    node_groups: Vec<RawGroup>,
-}
-
-/// Node groups alone, in the scenario's `nodeGroups` format: the `--cloud-config` of the
-/// `memory` cloud provider.
-pub fn parse_node_groups(text: &str, file: &str) -> Result<Vec<GroupSpec>, ScenarioError> {
-    let ctx = Ctx { file };
-    let raw: RawGroupsFile = deserialize(&ctx, text)?;
-    parse_groups(&ctx, raw.node_groups)
-}
-
 fn check_object(ctx: &Ctx, field: &str, o: &Spanned<Value>) -> Result<(), ScenarioError> {
     let kind = o.value.get("kind").and_then(Value::as_str);
     let name = o.value.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str);
@@ -538,30 +386,6 @@ fn check_object(ctx: &Ctx, field: &str, o: &Spanned<Value>) -> Result<(), Scenar
         return Err(ctx.err(format!("{field}.metadata.name"), line(o), "missing"));
     }
     Ok(())
-}
-
-/// YAML writes quantities unquoted (`cpu: 4`); Kubernetes types want strings. Numbers inside
-/// resource lists (`requests`, `limits`, `capacity`, `allocatable`, `overhead`) become strings.
-pub fn normalize_quantities(mut v: Value) -> Value {
-    fn walk(v: &mut Value, in_resources: bool) {
-        match v {
-            Value::Object(map) => {
-                for (k, child) in map.iter_mut() {
-                    let resources =
-                        matches!(k.as_str(), "requests" | "limits" | "capacity" | "allocatable" | "overhead");
-                    if in_resources && let Value::Number(n) = child {
-                        *child = Value::String(n.to_string());
-                        continue;
-                    }
-                    walk(child, resources);
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, false)),
-            _ => {}
-        }
-    }
-    walk(&mut v, false);
-    v
 }
 
 #[cfg(test)]

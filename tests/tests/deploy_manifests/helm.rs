@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cloudprovider::static_provider::StaticConfig;
+use cloudprovider_static::StaticConfig;
 use k8s_openapi::api::core::v1::{
     Affinity, LocalObjectReference, PodSecurityContext, ResourceRequirements, SecurityContext, Toleration,
 };
@@ -280,7 +280,7 @@ fn chart_default_values_make_flags_the_binary_accepts() {
     assert_eq!(flags.expander, "least-waste");
     assert!(run.leader_elect);
     assert_eq!(run.flags.namespace, "kube-system", "--namespace is the release namespace");
-    assert!(autoscaler::providers::AVAILABLE.contains(&flags.cloud_provider.as_str()));
+    assert!(autoscaler::compose::builtin_providers().contains(&flags.cloud_provider));
 
     let cloud_config = values["cloudConfig"].as_str().expect("cloudConfig is inline YAML text");
     let config = StaticConfig::from_yaml_str_with_nodes(cloud_config, "values.yaml cloudConfig", &flags.nodes)

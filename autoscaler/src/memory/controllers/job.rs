@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloudprovider::memory::plus;
+use cloudprovider_memory::plus;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

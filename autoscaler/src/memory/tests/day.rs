@@ -3,7 +3,7 @@
 //! day (8,640 steps) is `#[ignore]`d and meant to be run in release mode to measure speed:
 //! `cargo test --release -p autoscaler --lib memory::tests::day -- --ignored --nocapture`.
 
-use cloudprovider::memory::MemoryGroupSpec;
+use cloudprovider_memory::MemoryGroupSpec;
 use k8s_openapi::api::batch::v1::Job;
 
 use super::*;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloudprovider::NodeTemplate;
-use cloudprovider::memory::{MemoryCloudProvider, MemoryGroupSpec, MemoryProviderConfig, SharedTime};
+use cloudprovider_memory::{MemoryCloudProvider, MemoryGroupSpec, MemoryProviderConfig, SharedTime};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;

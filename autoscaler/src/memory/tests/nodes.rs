@@ -1,7 +1,7 @@
 //! The cloud → nodes bridge and node startup.
 
 use cloudprovider::NodeGroup;
-use cloudprovider::memory::FaultCount;
+use cloudprovider_memory::FaultCount;
 
 use super::*;
 use crate::core::readiness::reports_ready;

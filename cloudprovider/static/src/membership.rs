@@ -50,7 +50,7 @@ mod tests {
     use k8s_openapi::api::core::v1::NodeSpec;
 
     use super::*;
-    use crate::static_provider::spec::NodeGroupSpec;
+    use crate::spec::NodeGroupSpec;
 
     fn node(name: &str, provider_id: Option<&str>, labels: &[(&str, &str)]) -> Node {
         let mut node = Node::default();

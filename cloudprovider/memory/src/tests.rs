@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
 
 use super::*;
-use crate::{
+use cloudprovider::{
     CloudProvider, CloudProviderError, InstanceErrorClass, InstanceState, NodeGroup, NodeGroupAutoscalingOptions,
     NodeTemplate,
 };
@@ -74,7 +74,7 @@ fn deleted(events: &[CloudEvent]) -> Vec<String> {
         .collect()
 }
 
-fn states(instances: &[crate::Instance]) -> Vec<(String, InstanceState, Option<String>)> {
+fn states(instances: &[cloudprovider::Instance]) -> Vec<(String, InstanceState, Option<String>)> {
     instances
         .iter()
         .map(|i| {
@@ -369,9 +369,9 @@ async fn template_and_options_come_from_the_spec() {
     tuned.options = Some(NodeGroupAutoscalingOptions { scale_down_utilization_threshold: 0.7, ..Default::default() });
     let (provider, _) = provider(vec![spec("plain", 0, 4, 0), zero_or_max, tuned]);
     let defaults = NodeGroupAutoscalingOptions::default();
-    assert_eq!(provider.group("plain").unwrap().get_options(&defaults).unwrap(), None);
-    assert!(provider.group("atomic").unwrap().get_options(&defaults).unwrap().unwrap().zero_or_max_node_scaling);
-    let tuned = provider.group("tuned").unwrap().get_options(&defaults).unwrap().unwrap();
+    assert_eq!(provider.group("plain").unwrap().get_options(&defaults).await.unwrap(), None);
+    assert!(provider.group("atomic").unwrap().get_options(&defaults).await.unwrap().unwrap().zero_or_max_node_scaling);
+    let tuned = provider.group("tuned").unwrap().get_options(&defaults).await.unwrap().unwrap();
     assert_eq!(tuned.scale_down_utilization_threshold, 0.7);
     let template = provider.group("plain").unwrap().template_node_info().await.unwrap();
     assert_eq!(template.node.metadata.name.as_deref(), Some("template-node-for-plain"));

@@ -1,7 +1,10 @@
-//! Go-style durations (`time.ParseDuration`): `90s`, `10m`, `1h30m`, `1.5h`, `300ms`, `0`.
+//! Go-style durations (`time.ParseDuration` / `Duration.String`): `90s`, `10m`, `1h30m`, `1.5h`,
+//! `300ms`, `0`. Upstream's flags, cloud-config files and scenario files all use them, so every
+//! crate reads and prints them through this one module.
 //!
 //! `humantime` is not used because its syntax differs from Go's: it accepts `1d`, `2min` and
 //! spaces, and rejects fractions such as `1.5h`. Users copy these values from upstream flags.
+//! As in Go, a duration must fit in an `int64` of nanoseconds (about 292 years).
 
 use std::time::Duration;
 
@@ -16,8 +19,11 @@ const NANOS_PER_UNIT: [(&str, u128); 8] = [
     ("h", 3_600_000_000_000),
 ];
 
+/// Go's largest duration: `math.MaxInt64` nanoseconds (2562047h47m16.854775807s).
+pub const MAX_GO_DURATION_NANOS: u128 = i64::MAX as u128;
+
 /// Parses a non-negative Go duration. The error says what is wrong, without the field name.
-pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
     let fail = |reason: &str| format!("invalid duration {text:?}: {reason}");
     let mut rest = text;
     if let Some(stripped) = rest.strip_prefix('+') {
@@ -63,6 +69,9 @@ pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
         };
         rest = after;
     }
+    if total_nanos > MAX_GO_DURATION_NANOS {
+        return Err(fail("too large (Go durations end at 2562047h47m16.854775807s)"));
+    }
     let seconds = u64::try_from(total_nanos / 1_000_000_000).map_err(|_| fail("too large"))?;
     Ok(Duration::new(seconds, (total_nanos % 1_000_000_000) as u32))
 }
@@ -79,6 +88,37 @@ fn component_nanos(integer: &str, fraction: &str, unit_nanos: u128) -> Option<u1
         nanos = nanos.checked_add(numerator.checked_mul(unit_nanos)? / denominator)?;
     }
     Some(nanos)
+}
+
+/// A duration as Go prints one (`10m0s`, `1h2m3.5s`, `250ms`), as upstream's messages do.
+pub fn format_go_duration(d: Duration) -> String {
+    let total = d.as_secs();
+    let nanos = d.subsec_nanos();
+    if total == 0 {
+        return match nanos {
+            0 => "0s".into(),
+            n if n < 1_000 => format!("{n}ns"),
+            n if n < 1_000_000 => format!("{}µs", trim_fraction(f64::from(n) / 1e3)),
+            n => format!("{}ms", trim_fraction(f64::from(n) / 1e6)),
+        };
+    }
+    let (hours, minutes, seconds) = (total / 3600, total / 60 % 60, total % 60);
+    let seconds = if nanos == 0 {
+        format!("{seconds}s")
+    } else {
+        let fraction = format!("{nanos:09}");
+        format!("{seconds}.{}s", fraction.trim_end_matches('0'))
+    };
+    match (hours, minutes) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
+    }
+}
+
+fn trim_fraction(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -106,6 +146,25 @@ mod tests {
         for bad in ["", "10", "5 m", "1d", "2min", "1h30", ".s", "s", "1..5s", "abc"] {
             assert!(parse_go_duration(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn durations_past_gos_int64_nanoseconds_are_refused() {
+        assert_eq!(parse_go_duration("2562047h").unwrap(), Duration::from_secs(2562047 * 3600));
+        assert!(parse_go_duration("2562048h").unwrap_err().contains("too large"));
+        assert!(parse_go_duration("100000000h").unwrap_err().contains("too large"));
+        assert!(parse_go_duration("99999999999999999999999999h").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn formats_like_go() {
+        assert_eq!(format_go_duration(Duration::from_secs(600)), "10m0s");
+        assert_eq!(format_go_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(format_go_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(format_go_duration(Duration::from_secs(3723)), "1h2m3s");
+        assert_eq!(format_go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_go_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_go_duration(Duration::ZERO), "0s");
     }
 
     #[test]

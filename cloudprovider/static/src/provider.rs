@@ -6,13 +6,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Node;
 
-use super::config::{GPU_RESOURCE, StaticConfig};
+use super::config::StaticConfig;
 use super::error::ConfigError;
 use super::group::{Shared, StaticNodeGroup};
 use super::membership::{group_index_for_node, instance_id_for_node};
 use super::pricing::StaticPricing;
-use crate::quantity::quantity_value;
-use crate::{CloudProvider, GpuConfig, NodeGroup, PricingModel, ResourceLimiter, Result};
+use cloudprovider::quantity::quantity_value;
+use cloudprovider::{CloudProvider, GPU_RESOURCE, GpuConfig, NodeGroup, PricingModel, ResourceLimiter, Result};
 
 pub const PROVIDER_NAME: &str = "static";
 
@@ -168,4 +168,16 @@ impl CloudProvider for StaticCloudProvider {
     async fn refresh(&self) -> Result<()> {
         Ok(())
     }
+}
+
+/// `--cloud-provider=static`: groups from `--cloud-config` (optional) and `--nodes`, their
+/// membership and initial targets from the cluster's nodes at start-up.
+pub async fn build(context: cloudprovider::ProviderContext) -> cloudprovider::BuildResult {
+    use cloudprovider::BuildError;
+    context.refuse_auto_discovery()?;
+    let config = StaticConfig::load(context.cloud_config.as_deref(), &context.node_group_specs)
+        .map_err(|e| BuildError::Config(e.to_string()))?;
+    let provider = StaticCloudProvider::new(config, &context.nodes, context.resource_limiter.clone())
+        .map_err(|e| BuildError::Config(e.to_string()))?;
+    Ok(Arc::new(provider))
 }

@@ -8,8 +8,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
 
 use super::*;
-use crate::{
-    CloudProvider, CloudProviderError, InstanceState, NodeGroup, NodeGroupAutoscalingOptions, ResourceLimiter,
+use cloudprovider::{
+    CloudProvider, CloudProviderError, DEFAULT_GPU_LABEL, InstanceState, NodeGroup, NodeGroupAutoscalingOptions,
+    ResourceLimiter,
 };
 
 const CONFIG: &str = r#"
@@ -69,7 +70,7 @@ async fn instance_states(group: &StaticNodeGroup) -> Vec<(String, InstanceState)
     group.nodes().await.unwrap().into_iter().map(|i| (i.id, i.status.unwrap().state)).collect()
 }
 
-fn invalid_message(result: crate::Result<()>) -> String {
+fn invalid_message(result: cloudprovider::Result<()>) -> String {
     match result {
         Err(CloudProviderError::InvalidRequest(message)) => message,
         other => panic!("expected InvalidRequest, got {other:?}"),
@@ -321,11 +322,11 @@ async fn group_basics_follow_upstream() {
 async fn options_are_merged_over_defaults_only_for_groups_that_set_them() {
     let provider = provider(&[], &[]);
     let defaults = NodeGroupAutoscalingOptions::default();
-    let merged = group(&provider, "general").get_options(&defaults).unwrap().unwrap();
+    let merged = group(&provider, "general").get_options(&defaults).await.unwrap().unwrap();
     assert_eq!(merged.scale_down_utilization_threshold, 0.7);
     assert_eq!(merged.scale_down_unneeded_time, std::time::Duration::from_secs(120));
     assert_eq!(merged.scale_down_unready_time, defaults.scale_down_unready_time);
-    assert_eq!(group(&provider, "gpu").get_options(&defaults).unwrap(), None);
+    assert_eq!(group(&provider, "gpu").get_options(&defaults).await.unwrap(), None);
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::config::{GroupFaults, MemoryGroupSpec, PLACEHOLDER_CANNOT_BE_FULFILLED, provider_id_prefix};
 use super::template::node_for_instance;
 use super::time::plus;
-use crate::{
+use cloudprovider::{
     CloudProviderError, Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus, Result,
 };
 

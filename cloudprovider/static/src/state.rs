@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::config::StaticNodeGroupConfig;
 use super::membership::{group_index_for_node, instance_id_for_node};
-use crate::{CloudProviderError, Instance, InstanceState, InstanceStatus, Result};
+use cloudprovider::{CloudProviderError, Instance, InstanceState, InstanceStatus, Result};
 
 #[derive(Debug, Default)]
 struct GroupState {

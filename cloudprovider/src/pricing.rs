@@ -1,6 +1,7 @@
-//! Per-unit prices, shared by the static and memory providers for nodes of groups without a
-//! price per hour and for pods: a node costs its capacity's cores, memory and GPUs (what the
-//! machine is billed for), a pod its containers' requests.
+//! Per-unit prices, for providers that price nodes and pods by their resources (the static and
+//! memory providers for groups without a price per hour, and any provider that wants the same
+//! rule): a node costs its capacity's cores, memory and GPUs (what the machine is billed for), a
+//! pod its containers' requests.
 
 use std::collections::BTreeMap;
 
@@ -9,13 +10,27 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::quantity::quantity_value;
-use crate::static_provider::{GPU_RESOURCE, UnitPrices};
-use crate::{CloudProviderError, Result};
+use crate::{CloudProviderError, GPU_RESOURCE, Result};
+
+/// Per-unit prices per hour.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnitPrices {
+    pub cpu_core_per_hour: f64,
+    pub memory_gib_per_hour: f64,
+    pub gpu_per_hour: f64,
+}
+
+impl Default for UnitPrices {
+    /// Upstream GCE's on-demand defaults.
+    fn default() -> Self {
+        UnitPrices { cpu_core_per_hour: 0.033174, memory_gib_per_hour: 0.004446, gpu_per_hour: 0.7 }
+    }
+}
 
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The length of a price period in hours; a period that ends before it starts is an error.
-pub(crate) fn hours_between(start: Timestamp, end: Timestamp) -> Result<f64> {
+pub fn hours_between(start: Timestamp, end: Timestamp) -> Result<f64> {
     if end < start {
         return Err(CloudProviderError::InvalidRequest(format!(
             "price period ends ({end}) before it starts ({start})"
@@ -26,7 +41,7 @@ pub(crate) fn hours_between(start: Timestamp, end: Timestamp) -> Result<f64> {
 
 /// What `node` costs over `hours` at per-unit prices. Capacity counts; allocatable only for a
 /// resource capacity does not list.
-pub(crate) fn node_price(prices: &UnitPrices, node: &Node, hours: f64) -> Result<f64> {
+pub fn node_price(prices: &UnitPrices, node: &Node, hours: f64) -> Result<f64> {
     let what = format!("node {}", node.metadata.name.as_deref().unwrap_or_default());
     let status = node.status.as_ref();
     let resource = |name: &str| {
@@ -41,7 +56,7 @@ pub(crate) fn node_price(prices: &UnitPrices, node: &Node, hours: f64) -> Result
 }
 
 /// What `pod`'s container requests cost over `hours` at per-unit prices.
-pub(crate) fn pod_price(prices: &UnitPrices, pod: &Pod, hours: f64) -> Result<f64> {
+pub fn pod_price(prices: &UnitPrices, pod: &Pod, hours: f64) -> Result<f64> {
     let what = format!(
         "pod {}/{}",
         pod.metadata.namespace.as_deref().unwrap_or_default(),

@@ -57,7 +57,6 @@
 //! unregistered instances, and deletions are tracked.
 
 mod config;
-mod duration;
 mod error;
 mod group;
 mod membership;
@@ -73,12 +72,10 @@ mod config_tests;
 #[cfg(test)]
 mod tests;
 
-pub use config::{
-    DEFAULT_GPU_LABEL, GPU_RESOURCE, NodeGroupOptionOverrides, StaticConfig, StaticNodeGroupConfig, UnitPrices,
-};
+pub use config::{StaticConfig, StaticNodeGroupConfig};
 pub use error::ConfigError;
 pub use group::StaticNodeGroup;
 pub use membership::instance_id_for_node;
 pub use pricing::StaticPricing;
-pub use provider::{PROVIDER_NAME, StaticCloudProvider};
+pub use provider::{PROVIDER_NAME, StaticCloudProvider, build};
 pub use spec::{NodeGroupSpec, parse_node_group_spec};

@@ -12,10 +12,13 @@ use super::config::{FaultCount, Fulfilment, MemoryProviderConfig, MemoryProvider
 use super::group::{Inner, MemoryNodeGroup, provider_id};
 use super::pricing::MemoryPricing;
 use super::state::{CloudEvent, GroupState};
-use super::template::{complete_template, resource_value};
+use super::template::complete_template;
 use super::time::SharedTime;
-use crate::static_provider::GPU_RESOURCE;
-use crate::{CloudProvider, CloudProviderError, GpuConfig, NodeGroup, PricingModel, ResourceLimiter, Result};
+use cloudprovider::template::resource_value;
+
+use cloudprovider::{
+    CloudProvider, CloudProviderError, GPU_RESOURCE, GpuConfig, NodeGroup, PricingModel, ResourceLimiter, Result,
+};
 
 pub const PROVIDER_NAME: &str = "memory";
 

@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::config::{MemoryGroupSpec, MemoryProviderConfig};
 use super::state::{MinSizeCheck, ProviderState};
 use super::time::SharedTime;
-use crate::{CloudProviderError, Instance, NodeGroup, NodeGroupAutoscalingOptions, NodeTemplate, Result};
+use cloudprovider::{CloudProviderError, Instance, NodeGroup, NodeGroupAutoscalingOptions, NodeTemplate, Result};
 
 /// What the provider, its groups and its pricing share.
 #[derive(Debug)]
@@ -145,7 +145,7 @@ impl NodeGroup for MemoryNodeGroup {
         Ok(self.spec().template.clone())
     }
 
-    fn get_options(&self, defaults: &NodeGroupAutoscalingOptions) -> Result<Option<NodeGroupAutoscalingOptions>> {
+    async fn get_options(&self, defaults: &NodeGroupAutoscalingOptions) -> Result<Option<NodeGroupAutoscalingOptions>> {
         Ok(self.spec().options_over(defaults))
     }
 }

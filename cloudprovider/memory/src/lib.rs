@@ -14,6 +14,8 @@
 //! ```
 //!
 //! The in-memory cluster (`autoscaler::memory`) does the draining itself in its `advance`.
+//! `--cloud-provider=memory` builds it from a file ([`file`]) and, in the controller, mirrors its
+//! instances onto a real cluster's Nodes ([`build`]).
 //!
 //! # Semantics
 //!
@@ -39,6 +41,8 @@
 //!   static provider). Template copies named `template-node-for-<group>[-…]` price as their group.
 
 mod config;
+mod factory;
+pub mod file;
 mod group;
 mod pricing;
 mod provider;
@@ -53,6 +57,7 @@ pub use config::{
     DEFAULT_ERROR_REPORT_DELAY, DEFAULT_PROVISIONING_DELAY, FaultCount, Fulfilment, MemoryGroupSpec,
     MemoryProviderConfig, MemoryProviderError, PLACEHOLDER_CANNOT_BE_FULFILLED, PROVIDER_ID_SCHEME, provider_id_prefix,
 };
+pub use factory::build;
 pub use group::MemoryNodeGroup;
 pub use pricing::MemoryPricing;
 pub use provider::{MemoryCloudProvider, PROVIDER_NAME};

@@ -8,8 +8,8 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::config::PROVIDER_ID_SCHEME;
 use super::group::{Inner, provider_id};
-use crate::unit_pricing::{self, hours_between};
-use crate::{PricingModel, Result};
+use cloudprovider::pricing::{self as unit_pricing, hours_between};
+use cloudprovider::{PricingModel, Result};
 
 pub struct MemoryPricing {
     inner: Arc<Inner>,

@@ -5,7 +5,8 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::*;
-use crate::NodeGroupAutoscalingOptions;
+use cloudprovider::pricing::UnitPrices;
+use cloudprovider::{DEFAULT_GPU_LABEL, NodeGroupAutoscalingOptions, NodeGroupOptionOverrides};
 
 const EXAMPLE: &str = r#"
 nodeGroups:
@@ -199,7 +200,7 @@ fn config_unquoted_quantities_are_accepted() {
     let capacity = status.capacity.as_ref().unwrap();
     assert_eq!(capacity["cpu"], Quantity("4".into()));
     // serde-saphyr may respell a YAML float; the amount is what matters.
-    assert_eq!(crate::quantity::quantity_value(&capacity["memory"].0), Ok(1e9));
+    assert_eq!(cloudprovider::quantity::quantity_value(&capacity["memory"].0), Ok(1e9));
     assert_eq!(capacity["pods"], Quantity("110".into()));
     assert_eq!(capacity["ephemeral-storage"], Quantity("0.5".into()));
     assert_eq!(status.allocatable.as_ref().unwrap()["cpu"], Quantity("3.5".into()));

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use crate::static_provider::{DEFAULT_GPU_LABEL, UnitPrices};
-use crate::{CloudProviderError, NodeGroupAutoscalingOptions, NodeTemplate, ResourceLimiter};
+use cloudprovider::DEFAULT_GPU_LABEL;
+use cloudprovider::pricing::UnitPrices;
+use cloudprovider::{CloudProviderError, NodeGroupAutoscalingOptions, NodeTemplate, ResourceLimiter};
 
 /// What instance ids start with: `memory://<group>/<n>`.
 pub const PROVIDER_ID_SCHEME: &str = "memory://";

@@ -7,72 +7,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use serde_saphyr::Spanned;
 
-use super::duration::parse_go_duration;
 use super::error::ConfigError;
 use super::raw::{RawFile, RawGroup, RawOptions, RawPricing, line_of, parse_raw};
 use super::spec::{NodeGroupSpec, parse_node_group_specs};
 use super::template::complete_template;
-use crate::NodeGroupAutoscalingOptions;
-
-/// The GPU label when the file names none.
-pub const DEFAULT_GPU_LABEL: &str = "nvidia.com/gpu.product";
-/// The extended resource GPUs are requested as.
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-
-/// Per-unit prices per hour, used for nodes of groups without `pricePerHour` and for pods.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UnitPrices {
-    pub cpu_core_per_hour: f64,
-    pub memory_gib_per_hour: f64,
-    pub gpu_per_hour: f64,
-}
-
-impl Default for UnitPrices {
-    /// Upstream GCE's on-demand defaults.
-    fn default() -> Self {
-        UnitPrices { cpu_core_per_hour: 0.033174, memory_gib_per_hour: 0.004446, gpu_per_hour: 0.7 }
-    }
-}
-
-/// The per-group `options` keys the file sets; unset keys keep the defaults.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeGroupOptionOverrides {
-    pub scale_down_utilization_threshold: Option<f64>,
-    pub scale_down_gpu_utilization_threshold: Option<f64>,
-    pub scale_down_unneeded_time: Option<Duration>,
-    pub scale_down_unready_time: Option<Duration>,
-    pub max_node_provision_time: Option<Duration>,
-    pub max_node_startup_time: Option<Duration>,
-    pub zero_or_max_node_scaling: Option<bool>,
-    pub allow_non_atomic_scale_up_to_max: Option<bool>,
-    pub ignore_daemonsets_utilization: Option<bool>,
-}
-
-impl NodeGroupOptionOverrides {
-    /// `defaults` with the keys this group sets replaced.
-    pub fn merged_over(&self, defaults: &NodeGroupAutoscalingOptions) -> NodeGroupAutoscalingOptions {
-        let d = defaults;
-        NodeGroupAutoscalingOptions {
-            scale_down_utilization_threshold: self
-                .scale_down_utilization_threshold
-                .unwrap_or(d.scale_down_utilization_threshold),
-            scale_down_gpu_utilization_threshold: self
-                .scale_down_gpu_utilization_threshold
-                .unwrap_or(d.scale_down_gpu_utilization_threshold),
-            scale_down_unneeded_time: self.scale_down_unneeded_time.unwrap_or(d.scale_down_unneeded_time),
-            scale_down_unready_time: self.scale_down_unready_time.unwrap_or(d.scale_down_unready_time),
-            max_node_provision_time: self.max_node_provision_time.unwrap_or(d.max_node_provision_time),
-            max_node_startup_time: self.max_node_startup_time.unwrap_or(d.max_node_startup_time),
-            zero_or_max_node_scaling: self.zero_or_max_node_scaling.unwrap_or(d.zero_or_max_node_scaling),
-            allow_non_atomic_scale_up_to_max: self
-                .allow_non_atomic_scale_up_to_max
-                .unwrap_or(d.allow_non_atomic_scale_up_to_max),
-            ignore_daemonsets_utilization: self
-                .ignore_daemonsets_utilization
-                .unwrap_or(d.ignore_daemonsets_utilization),
-        }
-    }
-}
+use cloudprovider::DEFAULT_GPU_LABEL;
+use cloudprovider::duration::parse_go_duration;
+use cloudprovider::options::NodeGroupOptionOverrides;
+use cloudprovider::pricing::UnitPrices;
 
 /// One node group, validated.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::config::{StaticConfig, StaticNodeGroupConfig};
 use super::state::ProviderState;
-use crate::{CloudProviderError, Instance, NodeGroup, NodeGroupAutoscalingOptions, NodeTemplate, Result};
+use cloudprovider::{CloudProviderError, Instance, NodeGroup, NodeGroupAutoscalingOptions, NodeTemplate, Result};
 
 /// What the provider and its groups share: the fixed configuration and the mutable state.
 #[derive(Debug)]
@@ -113,7 +113,7 @@ impl NodeGroup for StaticNodeGroup {
         }
     }
 
-    fn get_options(&self, defaults: &NodeGroupAutoscalingOptions) -> Result<Option<NodeGroupAutoscalingOptions>> {
+    async fn get_options(&self, defaults: &NodeGroupAutoscalingOptions) -> Result<Option<NodeGroupAutoscalingOptions>> {
         Ok(self.config().options.as_ref().map(|overrides| overrides.merged_over(defaults)))
     }
 }

@@ -7,8 +7,8 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::group::Shared;
 use super::membership::{group_index_for_node, instance_id_for_node};
-use crate::unit_pricing::{self, hours_between};
-use crate::{PricingModel, Result};
+use cloudprovider::pricing::{self as unit_pricing, hours_between};
+use cloudprovider::{PricingModel, Result};
 
 pub struct StaticPricing {
     shared: Arc<Shared>,

@@ -4,7 +4,7 @@ use std::fmt;
 
 use thiserror::Error;
 
-use crate::CloudProviderError;
+use cloudprovider::CloudProviderError;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
