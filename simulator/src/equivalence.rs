@@ -4,7 +4,7 @@
 //! Upstream groups pods per controller when their labels are equal and their specs are
 //! semantically equal (ignoring env, hostname and projected volumes). We compare exactly the
 //! facts the simulator's predicates read (requests, ports, selectors, affinity, tolerations,
-//! spread constraints, priority, node name) plus the labels, which gives the same grouping for
+//! spread constraints, claims, priority, node name) plus the labels, which gives the same grouping for
 //! everything that can change a scheduling answer, without cloning specs.
 
 use std::collections::HashMap;
@@ -43,6 +43,7 @@ pub fn scheduling_equivalent(a: &PodInfo, b: &PodInfo) -> bool {
         && a.anti_affinity_terms == b.anti_affinity_terms
         && a.spread_constraints == b.spread_constraints
         && a.tolerations() == b.tolerations()
+        && a.claims == b.claims
         && a.node_name() == b.node_name()
         && spec_a.and_then(|s| s.scheduler_name.as_ref()) == spec_b.and_then(|s| s.scheduler_name.as_ref())
 }

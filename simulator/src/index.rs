@@ -55,6 +55,8 @@ pub(crate) struct TopologyIndex {
     carrier_ids: HashMap<Arc<PodTerm>, usize>,
     /// Registered topology keys → domain value → number of live nodes in that domain.
     pub domains: HashMap<String, HashMap<String, u32>>,
+    /// Claim key (`namespace/name`) → pods using it, for `ReadWriteOncePod` conflicts.
+    pub claim_users: HashMap<Arc<str>, u32>,
 }
 
 pub(crate) fn namespace_matches(set: &NamespaceSet, namespace: &str, labels: &HashMap<String, Labels>) -> bool {
@@ -127,6 +129,16 @@ impl TopologyIndex {
         ns_labels: &HashMap<String, Labels>,
         up: bool,
     ) {
+        for claim in &pod.claims {
+            if up {
+                *self.claim_users.entry(claim.key.clone()).or_insert(0) += 1;
+            } else if let Some(c) = self.claim_users.get_mut(&claim.key) {
+                *c -= 1;
+                if *c == 0 {
+                    self.claim_users.remove(&claim.key);
+                }
+            }
+        }
         if !self.terms.is_empty() {
             let matching: Vec<TermId> = self
                 .candidate_terms(pod)

@@ -7,6 +7,7 @@
 //! - `predicates`, `scheduling`: kube-scheduler's filters and node search.
 //! - `equivalence`: pod equivalence groups.
 //! - `drainability`, `utilization`: what scale-down may move and how busy a node is.
+//! - `volumes`: claims, volumes and classes for the volume filters.
 
 pub mod controllers;
 pub mod drainability;
@@ -23,6 +24,7 @@ pub mod scheduling;
 pub mod snapshot;
 pub mod testing;
 pub mod utilization;
+pub mod volumes;
 pub mod well_known;
 
 pub use node::NodeInfo;

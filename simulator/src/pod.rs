@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use crate::labels::{Labels, NodeSelectorMatcher, Selector};
 use crate::resources::{Resources, pod_requests};
+use crate::volumes::{PodClaim, pod_claims};
 use crate::well_known::{DAEMONSET_POD, MIRROR_POD};
 
 /// A host port a pod binds on its node. IP `""` or `0.0.0.0` means every address.
@@ -150,6 +151,9 @@ pub struct PodInfo {
     pub affinity_terms: Vec<Arc<PodTerm>>,
     pub anti_affinity_terms: Vec<Arc<PodTerm>>,
     pub spread_constraints: Vec<SpreadConstraint>,
+    /// The PersistentVolumeClaims its volumes use (plain and generic ephemeral), in volume
+    /// order; empty for most pods, which then skip the volume filters entirely.
+    pub claims: Vec<PodClaim>,
     /// The pod has a deletion timestamp.
     pub terminating: bool,
     pub mirror: bool,
@@ -214,6 +218,7 @@ impl PodInfo {
             .flatten()
             .filter_map(|c| SpreadConstraint::compile(c, &pod, namespace))
             .collect();
+        let claims = pod_claims(&pod, namespace, name);
         let annotations = pod.metadata.annotations.as_ref();
         let mirror = annotations.is_some_and(|a| a.contains_key(MIRROR_POD));
         let daemonset = controller.is_some_and(|c| c.kind == "DaemonSet")
@@ -230,6 +235,7 @@ impl PodInfo {
             affinity_terms,
             anti_affinity_terms,
             spread_constraints,
+            claims,
             mirror,
             daemonset,
         }

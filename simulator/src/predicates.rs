@@ -14,6 +14,7 @@ use crate::index::{TermCounts, TermId, term_matches_pod};
 use crate::node::NodeInfo;
 use crate::pod::{PodInfo, PodTerm, SpreadConstraint};
 use crate::snapshot::{ClusterSnapshot, NodeId};
+use crate::volumes::PreparedVolumes;
 use crate::well_known::{TO_BE_DELETED_TAINT, UNSCHEDULABLE_TAINT};
 
 /// Why a pod does not fit a node. `Display` gives kube-scheduler's message.
@@ -21,7 +22,10 @@ use crate::well_known::{TO_BE_DELETED_TAINT, UNSCHEDULABLE_TAINT};
 pub enum Unfit {
     NodeNotFound,
     Unschedulable,
-    UntoleratedTaint { key: String, value: String },
+    UntoleratedTaint {
+        key: String,
+        value: String,
+    },
     NodeAffinity,
     HostPorts,
     TooManyPods,
@@ -31,6 +35,22 @@ pub enum Unfit {
     PodAffinity,
     PodAntiAffinity,
     ExistingPodsAntiAffinity,
+    /// A volume PreFilter failure (a claim missing, being deleted or unbound with `Immediate`
+    /// binding, …): the pod fits no node, and the text is kube-scheduler's.
+    PodVolumes(String),
+    /// VolumeRestrictions: another pod uses one of the pod's `ReadWriteOncePod` claims.
+    ReadWriteOncePodConflict,
+    /// NodeVolumeLimits: the node's CSI attach limit would be exceeded.
+    MaxVolumeCount,
+    /// VolumeBinding: a bound volume's node affinity rejects the node, a delayed claim finds no
+    /// volume to bind or provision there, or a bound volume does not exist.
+    VolumeBinding {
+        node_conflict: bool,
+        bind_conflict: bool,
+        missing_volume: bool,
+    },
+    /// VolumeZone: the bound volume's zone / region labels do not name the node's.
+    VolumeZone,
 }
 
 impl Unfit {
@@ -38,6 +58,9 @@ impl Unfit {
     pub fn reasons(&self) -> Vec<String> {
         match self {
             Unfit::Insufficient(resources) => resources.iter().map(|r| format!("Insufficient {r}")).collect(),
+            Unfit::VolumeBinding { node_conflict, bind_conflict, missing_volume } => {
+                volume_binding_reasons(*node_conflict, *bind_conflict, *missing_volume).map(str::to_string).collect()
+            }
             other => vec![other.to_string()],
         }
     }
@@ -63,8 +86,36 @@ impl fmt::Display for Unfit {
             Unfit::PodAffinity => write!(f, "node(s) didn't match pod affinity rules"),
             Unfit::PodAntiAffinity => write!(f, "node(s) didn't match pod anti-affinity rules"),
             Unfit::ExistingPodsAntiAffinity => write!(f, "node(s) didn't satisfy existing pods anti-affinity rules"),
+            Unfit::PodVolumes(text) => write!(f, "{text}"),
+            Unfit::ReadWriteOncePodConflict => write!(
+                f,
+                "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+            ),
+            Unfit::MaxVolumeCount => write!(f, "node(s) exceed max volume count"),
+            Unfit::VolumeBinding { node_conflict, bind_conflict, missing_volume } => {
+                let reasons: Vec<&str> =
+                    volume_binding_reasons(*node_conflict, *bind_conflict, *missing_volume).collect();
+                write!(f, "{}", reasons.join(", "))
+            }
+            Unfit::VolumeZone => write!(f, "node(s) had no available volume zone"),
         }
     }
+}
+
+/// VolumeBinding's reasons, in the order its `FindPodVolumes` appends them.
+fn volume_binding_reasons(
+    node_conflict: bool,
+    bind_conflict: bool,
+    missing_volume: bool,
+) -> impl Iterator<Item = &'static str> {
+    [
+        (node_conflict, "node(s) had volume node affinity conflict"),
+        (bind_conflict, "node(s) didn't find available persistent volumes to bind"),
+        (missing_volume, "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, reason)| reason)
 }
 
 /// Whether a toleration tolerates a taint (same key or empty key with `Exists`; same value
@@ -141,6 +192,8 @@ pub struct PreparedPod<'p> {
     anti_affinity: Vec<TermId>,
     blocking_carriers: Vec<usize>,
     spread: Vec<PreparedSpread>,
+    /// Resolved claims, for pods with claims when the snapshot knows the cluster's volumes.
+    volumes: Option<Box<PreparedVolumes>>,
 }
 
 impl ClusterSnapshot {
@@ -195,7 +248,14 @@ impl ClusterSnapshot {
             anti_affinity: Vec::new(),
             blocking_carriers: Vec::new(),
             spread: Vec::new(),
+            volumes: None,
         };
+        if !pod.claims.is_empty() {
+            let placed = self.pod_node(&pod.key).is_some();
+            if let Some(index) = self.volumes.as_deref_mut() {
+                prepared.volumes = Some(Box::new(index.prepare(pod, &self.index.claim_users, placed)));
+            }
+        }
         if !pod.affinity_terms.is_empty() {
             prepared.affinity = pod.affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
             let ns_labels = self.namespace_labels();
@@ -342,6 +402,10 @@ impl ClusterSnapshot {
     fn evaluate(&self, prepared: &PreparedPod<'_>, node_id: NodeId, detailed: bool) -> Result<(), Unfit> {
         let node = self.node(node_id).ok_or(Unfit::NodeNotFound)?;
         let pod = prepared.pod;
+        // Volume PreFilter failures hold for every node, before any filter runs.
+        if let Some(failure) = prepared.volumes.as_ref().and_then(|v| v.failure()) {
+            return Err(failure.clone());
+        }
         // NodeUnschedulable
         if node.unschedulable() {
             let taint = Taint { key: UNSCHEDULABLE_TAINT.into(), effect: "NoSchedule".into(), ..Default::default() };
@@ -372,6 +436,10 @@ impl ClusterSnapshot {
             let names =
                 if detailed { pod.requests.insufficient(&node.requested, &node.allocatable) } else { Vec::new() };
             return Err(Unfit::Insufficient(names));
+        }
+        // VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone
+        if let (Some(volumes), Some(index)) = (prepared.volumes.as_deref(), self.volumes.as_deref()) {
+            index.check(volumes, node)?;
         }
         // PodTopologySpread
         for s in &prepared.spread {

@@ -17,6 +17,7 @@ use crate::index::TopologyIndex;
 use crate::labels::Labels;
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
+use crate::volumes::VolumeIndex;
 use crate::well_known::NAMESPACE_NAME_LABEL;
 
 /// Stable handle of a node in one snapshot. Ids are never reused within a snapshot.
@@ -93,6 +94,9 @@ pub struct ClusterSnapshot {
     pod_location: HashMap<Arc<str>, NodeId>,
     namespace_labels: HashMap<String, Labels>,
     pub(crate) index: TopologyIndex,
+    /// The cluster's claims, volumes, classes and CSI limits; `None` when the source of the
+    /// snapshot does not report them, and then the volume filters are off.
+    pub(crate) volumes: Option<Box<VolumeIndex>>,
     undo: Vec<Undo>,
     marks: Vec<usize>,
     live_nodes: usize,
@@ -112,6 +116,18 @@ impl ClusterSnapshot {
             labels.entry(NAMESPACE_NAME_LABEL.to_string()).or_insert_with(|| name.clone());
             self.namespace_labels.insert(name, labels);
         }
+    }
+
+    /// The cluster's PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes
+    /// (see `volumes.rs`): from now on pods with claims go through the volume filters. Replaces
+    /// any earlier index (a claim or volume changed).
+    pub fn set_volumes(&mut self, index: VolumeIndex) {
+        self.volumes = Some(Box::new(index));
+    }
+
+    /// Whether the volume filters are on.
+    pub fn knows_volumes(&self) -> bool {
+        self.volumes.is_some()
     }
 
     pub(crate) fn namespace_labels(&self) -> &HashMap<String, Labels> {
