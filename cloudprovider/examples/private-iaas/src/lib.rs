@@ -11,7 +11,9 @@
 //! | `src/config.rs` | the `--cloud-config` file (errors with file, line, field) | yes, and adapt |
 //! | `src/client.rs`, `src/api.rs` | the HTTP client and the API's JSON shapes | replace with your API's |
 //! | `src/bin/private-iaas-grpc.rs` | the same provider served over upstream's externalgrpc protocol | if you run upstream's Go autoscaler |
-//! | `src/iaas/`, `src/bin/iaas-api.rs` | a stand-in IaaS API with fault injection, for the tests and demos | no: your IaaS takes its place |
+//! | `config/cloud-config.yaml` | the provider's configuration for the example's pools | yes, with your pools |
+//! | `tests/` | the provider against the API on real sockets; `plan` through the binary | the shape, against your API's test double |
+//! | `src/iaas/`, `src/bin/iaas-api.rs`, `config/iaas.yaml` | a stand-in IaaS API with fault injection, for the tests and demos | no: your IaaS takes its place |
 //!
 //! The stand-in IaaS has flavors (machine sizes), images and pools (quotas of VMs); VMs are
 //! `building`, then `active`, `deleting`, or `error` with a code (`NoValidHost`,
