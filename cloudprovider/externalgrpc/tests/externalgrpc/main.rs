@@ -1,0 +1,4 @@
+//! The externalgrpc client and server, end to end over loopback TCP.
+
+mod common;
+mod roundtrip;
