@@ -32,7 +32,9 @@ pub use errors::{CloudProviderError, Result};
 pub use instance::{Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus};
 pub use limits::ResourceLimiter;
 pub use options::{NodeGroupAutoscalingOptions, NodeGroupOptionOverrides};
-pub use registry::{BuildError, BuildResult, ProviderContext, ProviderFactory, ProviderRegistry, Purpose};
+pub use registry::{
+    BuildError, BuildResult, ProviderContext, ProviderFactory, ProviderOptions, ProviderRegistry, Purpose,
+};
 
 /// The GPU label when a provider names none (NVIDIA's GPU feature discovery).
 pub const DEFAULT_GPU_LABEL: &str = "nvidia.com/gpu.product";
@@ -112,6 +114,19 @@ pub trait CloudProvider: Send + Sync {
 
     /// Called once at the start of every loop, before any other call of that loop.
     async fn refresh(&self) -> Result<()>;
+
+    /// Registers the provider's own metrics (e.g. AWS's `aws_request_duration_seconds`) in the
+    /// process's registry, which carries the `cluster_autoscaler` prefix. Called once by the
+    /// controller; optional. The registry type is the light prometheus-client's, so the seam
+    /// stays free of provider SDKs.
+    fn register_metrics(&self, _registry: &mut prometheus_client::registry::Registry) {}
+
+    /// Node labels, besides upstream's always-ignored ones and `--balancing-ignore-label`, that
+    /// differ between otherwise identical groups of this provider (zone ids, node group names):
+    /// ignored when `--balance-similar-node-groups` compares groups. Optional.
+    fn balancing_ignored_labels(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 #[async_trait]

@@ -40,6 +40,14 @@ pub enum Purpose {
     Controller,
 }
 
+/// Upstream's flags that only some providers read, typed (each named after its flag).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderOptions {
+    /// `--aws-use-static-instance-list`: instance types from the built-in table only, never
+    /// from the EC2 API.
+    pub aws_use_static_instance_list: bool,
+}
+
 /// Everything a factory may use, from upstream's flags and the running process.
 #[derive(Clone)]
 pub struct ProviderContext {
@@ -53,6 +61,8 @@ pub struct ProviderContext {
     pub node_group_auto_discovery: Vec<String>,
     /// The per-group options from the flags (`--scale-down-unneeded-time`, …).
     pub node_group_defaults: NodeGroupAutoscalingOptions,
+    /// Provider-specific flags.
+    pub provider_options: ProviderOptions,
     /// Cluster-wide limits from the flags (`--cores-total`, `--memory-total`, `--gpu-total`).
     pub resource_limiter: ResourceLimiter,
     /// The cluster's nodes when the provider is built (none with [`Purpose::Check`]).
@@ -75,6 +85,7 @@ impl ProviderContext {
             node_group_specs: Vec::new(),
             node_group_auto_discovery: Vec::new(),
             node_group_defaults: NodeGroupAutoscalingOptions::default(),
+            provider_options: ProviderOptions::default(),
             resource_limiter: ResourceLimiter::default(),
             nodes: Vec::new(),
             purpose,
