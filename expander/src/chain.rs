@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -9,6 +10,7 @@ use rand::{Rng, SeedableRng};
 use crate::ExpansionOption;
 use crate::context::ExpanderContext;
 use crate::error::ExpanderError;
+use crate::external::{ExternalExpander, external_among};
 use crate::filters::{least_nodes_among, least_waste_among, most_pods_among};
 use crate::price::price_among;
 use crate::priority::{PriorityConfig, invalid_config_event, missing_key_event, priority_among};
@@ -23,16 +25,19 @@ pub enum ExpanderName {
     LeastNodes,
     Price,
     Priority,
+    /// Upstream's gRPC expander: a filter backed by an [`ExternalExpander`].
+    Grpc,
 }
 
 impl ExpanderName {
-    pub const ALL: [ExpanderName; 6] = [
+    pub const ALL: [ExpanderName; 7] = [
         ExpanderName::Random,
         ExpanderName::MostPods,
         ExpanderName::LeastWaste,
         ExpanderName::LeastNodes,
         ExpanderName::Price,
         ExpanderName::Priority,
+        ExpanderName::Grpc,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +48,7 @@ impl ExpanderName {
             ExpanderName::LeastNodes => "least-nodes",
             ExpanderName::Price => "price",
             ExpanderName::Priority => "priority",
+            ExpanderName::Grpc => "grpc",
         }
     }
 
@@ -63,9 +69,6 @@ impl FromStr for ExpanderName {
     type Err = ExpanderError;
 
     fn from_str(name: &str) -> Result<Self, ExpanderError> {
-        if name == "grpc" {
-            return Err(ExpanderError::GrpcNotSupported);
-        }
         ExpanderName::ALL
             .into_iter()
             .find(|n| n.as_str() == name)
@@ -113,11 +116,14 @@ pub struct ExpanderDecision {
     pub trace: Vec<FilterStep>,
 }
 
-/// A parsed `--expander` chain with its random source and the last parsed priority config.
+/// A parsed `--expander` chain with its random source, the last parsed priority config and the
+/// backend of its `grpc` step.
 #[derive(Debug)]
 pub struct Expander {
     chain: Vec<ExpanderName>,
     rng: StdRng,
+    /// What the `grpc` step asks; without one, that step passes every option (logged).
+    external: Option<Arc<dyn ExternalExpander>>,
     /// The last `priorities` text seen and what it parsed to: the loop asks every 10 s, and the
     /// text rarely changes.
     priority_cache: Option<(String, Result<PriorityConfig, ExpanderError>)>,
@@ -128,16 +134,28 @@ impl Expander {
     /// seeded from the operating system.
     ///
     /// Names are separated by commas; spaces around a name are ignored. Errors: an empty list or
-    /// name, an unknown name, `grpc` (not built here), the same name twice, and any name after
-    /// `random` (which always leaves one option, so what follows could never run). `price` is
-    /// accepted; the caller checks at startup that the cloud provider has pricing.
+    /// name, an unknown name, the same name twice, and any name after `random` (which always
+    /// leaves one option, so what follows could never run). `price` is accepted; the caller
+    /// checks at startup that the cloud provider has pricing. `grpc` is accepted; the caller
+    /// gives it its backend with [`Expander::with_external`].
     pub fn new(spec: &str) -> Result<Expander, ExpanderError> {
-        Ok(Expander { chain: parse_spec(spec)?, rng: StdRng::from_os_rng(), priority_cache: None })
+        Ok(Expander { chain: parse_spec(spec)?, rng: StdRng::from_os_rng(), external: None, priority_cache: None })
     }
 
     /// Same, with a fixed seed for reproducible random tie-breaks (tests, `simulate`).
     pub fn with_seed(spec: &str, seed: u64) -> Result<Expander, ExpanderError> {
-        Ok(Expander { chain: parse_spec(spec)?, rng: StdRng::seed_from_u64(seed), priority_cache: None })
+        Ok(Expander {
+            chain: parse_spec(spec)?,
+            rng: StdRng::seed_from_u64(seed),
+            external: None,
+            priority_cache: None,
+        })
+    }
+
+    /// The backend of the chain's `grpc` step (upstream's gRPC expander service).
+    pub fn with_external(mut self, backend: Arc<dyn ExternalExpander>) -> Expander {
+        self.external = Some(backend);
+        self
     }
 
     /// The chain, in order.
@@ -166,6 +184,7 @@ impl Expander {
                 ExpanderName::Priority => {
                     self.priority_step(options, &survivors, ctx, &mut scores, &mut decision.events)
                 }
+                ExpanderName::Grpc => external_among(self.external.as_deref(), options, &survivors),
             };
             decision.trace.push(FilterStep { expander: name, final_tie_break: false, scores, kept: kept.clone() });
             survivors = kept;

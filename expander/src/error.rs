@@ -11,14 +11,9 @@ pub enum ExpanderError {
     #[error("--expander={spec:?}: empty expander name in the list")]
     EmptyExpanderName { spec: String },
     #[error(
-        "Expander {name} not supported (known expanders: random, most-pods, least-waste, least-nodes, price, priority)"
+        "Expander {name} not supported (known expanders: random, most-pods, least-waste, least-nodes, price, priority, grpc)"
     )]
     UnknownExpander { name: String },
-    #[error(
-        "Expander grpc is not built into this autoscaler: it has no gRPC expander client \
-         (use one of random, most-pods, least-waste, least-nodes, price, priority)"
-    )]
-    GrpcNotSupported,
     #[error("Expander {name} was specified multiple times, each expander must not be specified more than once")]
     DuplicateExpander { name: String },
     #[error(

@@ -10,8 +10,11 @@
 //! - [`filters`]: `most-pods`, `least-waste`, `least-nodes`.
 //! - [`price`](mod@price): the `price` expander.
 //! - [`priority`](mod@priority): the `priority` expander and its ConfigMap format.
+//! - [`external`]: the `grpc` step and the [`ExternalExpander`] trait its backend implements
+//!   (the gRPC client itself is the `expander-grpc` crate, so this crate needs no gRPC stack).
 //!
-//! Everything here is synchronous and pure apart from the random tie-break, which is seedable.
+//! Everything here is synchronous and pure apart from the random tie-break, which is seedable,
+//! and the `grpc` step, which asks its backend.
 
 use std::sync::Arc;
 
@@ -20,6 +23,7 @@ use simulator::{NodeInfo, PodInfo};
 pub mod chain;
 mod context;
 mod error;
+pub mod external;
 pub mod filters;
 pub mod price;
 pub mod priority;
@@ -28,6 +32,7 @@ mod score;
 pub use chain::{Expander, ExpanderDecision, ExpanderEvent, ExpanderName, FilterStep};
 pub use context::ExpanderContext;
 pub use error::ExpanderError;
+pub use external::ExternalExpander;
 pub use filters::{least_nodes, least_waste, most_pods};
 pub use price::price;
 pub use priority::{PriorityConfig, priority};

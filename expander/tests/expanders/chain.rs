@@ -24,10 +24,22 @@ fn unknown_expander_error() {
 }
 
 #[test]
-fn grpc_expander_error_says_it_is_not_built() {
-    let error = Expander::new("priority,grpc").unwrap_err();
-    assert_eq!(error, ExpanderError::GrpcNotSupported);
-    assert!(error.to_string().contains("not built into this autoscaler"));
+fn grpc_is_a_filter_like_upstreams() {
+    // A filter: it may come anywhere and be followed by others, but not after random, nor twice.
+    let expander = Expander::new("priority,grpc,least-waste").unwrap();
+    assert_eq!(expander.names(), [ExpanderName::Priority, ExpanderName::Grpc, ExpanderName::LeastWaste]);
+    assert!(Expander::new("grpc,random").is_ok());
+    assert!(matches!(Expander::new("random,grpc"), Err(ExpanderError::ExpanderAfterStrategy { .. })));
+    assert_eq!(Expander::new("grpc,grpc").unwrap_err(), ExpanderError::DuplicateExpander { name: "grpc".into() });
+}
+
+#[test]
+fn a_grpc_step_without_a_backend_passes_every_option() {
+    let options = vec![simple_option("a", 1, 1), simple_option("b", 1, 1)];
+    let decision = Expander::with_seed("grpc", 3).unwrap().best_option(&options, &ctx(None, 3));
+    assert_eq!(decision.trace[0].expander, ExpanderName::Grpc);
+    assert_eq!(decision.trace[0].kept, vec![0, 1]);
+    assert!(decision.chosen.is_some());
 }
 
 #[test]
