@@ -22,6 +22,7 @@ pub fn builtin_providers() -> ProviderRegistry {
     let mut registry = ProviderRegistry::new();
     registry.register(cloudprovider_static::PROVIDER_NAME, cloudprovider_static::build);
     registry.register(cloudprovider_memory::PROVIDER_NAME, cloudprovider_memory::build);
+    registry.register(cloudprovider_externalgrpc::PROVIDER_NAME, cloudprovider_externalgrpc::build);
     registry
 }
 
@@ -33,6 +34,10 @@ pub enum ComposeError {
     Expander { spec: String, message: String },
     #[error("--expander=price needs a cloud provider with pricing, and {0} has none")]
     NoPricing(String),
+    /// `--expander=grpc` without a usable `--grpc-expander-url` / `--grpc-expander-cert`
+    /// (upstream exits at start-up too: it never talks to an expander without TLS).
+    #[error("{0}")]
+    GrpcExpander(String),
 }
 
 impl ComposeError {
@@ -40,7 +45,7 @@ impl ComposeError {
     pub fn exit_code(&self) -> u8 {
         match self {
             ComposeError::Provider(e) => e.exit_code(),
-            ComposeError::Expander { .. } | ComposeError::NoPricing(_) => 2,
+            ComposeError::Expander { .. } | ComposeError::NoPricing(_) | ComposeError::GrpcExpander(_) => 2,
         }
     }
 }
@@ -89,6 +94,13 @@ pub fn build_expander(
     .map_err(|e| ComposeError::Expander { spec: spec.clone(), message: e.to_string() })?;
     if expander.names().contains(&ExpanderName::Price) && provider.pricing().is_err() {
         return Err(ComposeError::NoPricing(provider.name().to_string()));
+    }
+    if expander.names().contains(&ExpanderName::Grpc) {
+        // Reads the certificate now; connects on the first call (a service that is down only
+        // makes the grpc step pass every option, as upstream's).
+        let client = expander_grpc::GrpcExpanderClient::new(&options.grpc_expander_url, &options.grpc_expander_cert)
+            .map_err(|e| ComposeError::GrpcExpander(e.to_string()))?;
+        return Ok(expander.with_external(Arc::new(client)));
     }
     Ok(expander)
 }
@@ -149,7 +161,10 @@ mod tests {
         let err = compose_with(&["--cloud-provider=memory"]).err().unwrap();
         assert!(err.to_string().contains("--cloud-config"), "{err}");
         let err = compose_with(&["--cloud-provider=nimbus"]).err().unwrap();
-        assert_eq!(err.to_string(), "--cloud-provider=nimbus: not available in this build (available: static, memory)");
+        assert_eq!(
+            err.to_string(),
+            "--cloud-provider=nimbus: not available in this build (available: static, memory, externalgrpc)"
+        );
         assert_eq!(err.exit_code(), 2);
     }
 
@@ -171,5 +186,22 @@ mod tests {
         assert!(compose_with(&["--cloud-provider=memory", &config, "--expander=price"]).is_ok());
         let err = compose_with(&["--expander=most-pods,most-pods"]).err().unwrap();
         assert!(err.to_string().starts_with("--expander=most-pods,most-pods: "), "{err}");
+    }
+
+    #[test]
+    fn the_grpc_expander_needs_its_certificate_at_start_up() {
+        let err = compose_with(&["--expander=grpc"]).err().unwrap();
+        assert!(matches!(err, ComposeError::GrpcExpander(_)), "{err:?}");
+        assert!(err.to_string().contains("--grpc-expander-cert"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        let err = compose_with(&[
+            "--expander=priority,grpc",
+            "--grpc-expander-url=localhost:7000",
+            "--grpc-expander-cert=/nowhere/ca.crt",
+        ])
+        .err()
+        .unwrap();
+        assert!(err.to_string().starts_with("--grpc-expander-cert=/nowhere/ca.crt: "), "{err}");
+        assert_eq!(err.exit_code(), 2);
     }
 }

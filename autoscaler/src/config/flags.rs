@@ -56,9 +56,18 @@ pub struct DecisionFlags {
     pub namespace: String,
 
     /// Expanders to choose the node group to scale up, comma-separated and applied in order:
-    /// random, most-pods, least-waste, least-nodes, price, priority.
+    /// random, most-pods, least-waste, least-nodes, price, priority, grpc.
     #[arg(long = "expander", default_value = "least-waste")]
     pub expander: String,
+
+    /// `--expander=grpc`: the expander service, `host:port`.
+    #[arg(long = "grpc-expander-url", default_value = "")]
+    pub grpc_expander_url: String,
+
+    /// `--expander=grpc`: PEM certificate (the CA, or the service's own) the service's TLS
+    /// certificate is checked against; required, as upstream never connects without TLS.
+    #[arg(long = "grpc-expander-cert", default_value = "")]
+    pub grpc_expander_cert: String,
 
     /// Maximum number of nodes in all node groups (0: no limit).
     #[arg(long = "max-nodes-total", default_value_t = 0)]

@@ -38,6 +38,9 @@ pub struct AutoscalingOptions {
     pub node_group_defaults: NodeGroupAutoscalingOptions,
     pub namespace: String,
     pub expander: String,
+    /// `--grpc-expander-url` / `--grpc-expander-cert`, for a chain with `grpc`.
+    pub grpc_expander_url: String,
+    pub grpc_expander_cert: String,
     /// 0: no limit.
     pub max_nodes_total: usize,
     /// Cores, min and max.
@@ -97,6 +100,8 @@ impl Default for AutoscalingOptions {
             node_group_defaults: NodeGroupAutoscalingOptions::default(),
             namespace: "kube-system".into(),
             expander: "least-waste".into(),
+            grpc_expander_url: String::new(),
+            grpc_expander_cert: String::new(),
             max_nodes_total: 0,
             cores_total: (0, 320_000),
             memory_total: (0, 6_400_000 * (1 << 30)),
@@ -232,6 +237,8 @@ impl AutoscalingOptions {
             node_group_defaults: defaults,
             namespace: f.namespace.clone(),
             expander: f.expander.clone(),
+            grpc_expander_url: f.grpc_expander_url.clone(),
+            grpc_expander_cert: f.grpc_expander_cert.clone(),
             max_nodes_total: f.max_nodes_total as usize,
             cores_total: min_max("cores-total", &f.cores_total)?,
             memory_total: (memory_gib.0.saturating_mul(1 << 30), memory_gib.1.saturating_mul(1 << 30)),

@@ -1,0 +1,176 @@
+//! What upstream's external gRPC provider protocol costs one control-loop iteration
+//! (`Autoscaler::run_once`): 100 node groups of 5 nodes (500 nodes, 4,000 running pods and 40
+//! pending pods no group can help, so every group's template is estimated and nothing is
+//! actuated), with the static provider
+//! - in process, and
+//! - served by our externalgrpc server on loopback TCP and reached through our client
+//!   (plaintext, one warm HTTP/2 connection), as `--cloud-provider=externalgrpc` would.
+//!
+//! One provider and one client serve every iteration (the connection stays warm, as in the
+//! controller); the loop state is fresh each time. Per iteration over gRPC, with upstream's
+//! caching (everything is forgotten at `Refresh`): Refresh, NodeGroups, and per group
+//! TemplateNodeInfo, GetOptions, TargetSize and Nodes (400 calls), and NodeGroupForNode per node
+//! (500 calls), 32 in flight.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use autoscaler::config::AutoscalingOptions;
+use autoscaler::control::{Autoscaler, Parts};
+use autoscaler::core::{ClusterView, fixtures};
+use autoscaler::ports::{Clock, ClusterActions, ClusterReader, Event, EvictionError, PortError, Scale, ScaleTarget};
+use cloudprovider::CloudProvider;
+use cloudprovider_externalgrpc::{ExternalGrpcCloudProvider, ExternalGrpcConfig};
+use cloudprovider_static::{StaticCloudProvider, StaticConfig};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
+use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::jiff::Timestamp;
+
+const GROUPS: usize = 100;
+const NODES_PER_GROUP: usize = 5;
+
+struct FixedView(ClusterView);
+
+#[async_trait]
+impl ClusterReader for FixedView {
+    async fn view(&self) -> Result<ClusterView, PortError> {
+        Ok(self.0.clone())
+    }
+}
+
+struct NoActions;
+
+#[async_trait]
+impl ClusterActions for NoActions {
+    async fn taint_node(&self, _: &str, _: Taint, _: bool) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn untaint_node(&self, _: &str, _: &str, _: bool) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn evict_pod(&self, _: &str, _: &str, _: i64) -> Result<(), EvictionError> {
+        Ok(())
+    }
+    async fn get_scale(&self, t: &ScaleTarget) -> Result<Scale, PortError> {
+        Err(PortError::NotFound { kind: t.kind.clone(), name: t.name.clone() })
+    }
+    async fn set_scale(&self, _: &ScaleTarget, _: i32) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn write_status(&self, _: &str, _: &str, _: &str, _: &str) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn record_event(&self, _: Event) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn update_hpa_status(&self, _: &str, _: &str, _: HorizontalPodAutoscalerStatus) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn update_wpa_status(
+        &self,
+        _: &str,
+        _: &str,
+        _: autoscaler::hpa::wpa::WatermarkPodAutoscalerStatus,
+    ) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+struct FixedClock(Timestamp);
+
+#[async_trait]
+impl Clock for FixedClock {
+    fn now(&self) -> Timestamp {
+        self.0
+    }
+    async fn sleep(&self, _: Duration) {}
+}
+
+/// The cluster and the static provider's cloud-config: every node 80% busy (no scale-down
+/// candidate), pending pods asking for more than any node has.
+fn cluster() -> (ClusterView, String) {
+    let mut view = ClusterView::default();
+    let mut config = String::from("nodeGroups:\n");
+    for g in 0..GROUPS {
+        let id = format!("ng-{g:03}");
+        config.push_str(&format!(
+            "- id: {id}\n  minSize: 0\n  maxSize: 50\n  nodeSelector: {{group: {id}}}\n  pricePerHour: 0.4\n  \
+             template:\n    metadata: {{labels: {{group: {id}}}}}\n    \
+             status: {{capacity: {{cpu: 8, memory: 32Gi, pods: 110}}}}\n"
+        ));
+        for i in 0..NODES_PER_GROUP {
+            let node = fixtures::node(&format!("{id}-{i}"), &id, 8000, 32, 110);
+            view.nodes.push(Arc::new(node));
+        }
+    }
+    view.replicasets.push(Arc::new(fixtures::replicaset("busy", (GROUPS * NODES_PER_GROUP * 8) as i32)));
+    let mut k = 0;
+    for n in view.nodes.clone() {
+        for _ in 0..8 {
+            view.pods.push(Arc::new(fixtures::rs_pod("busy", k, 800, 3000, n.metadata.name.as_deref(), false)));
+            k += 1;
+        }
+    }
+    view.replicasets.push(Arc::new(fixtures::replicaset("huge", 40)));
+    for i in 0..40 {
+        view.pods.push(Arc::new(fixtures::rs_pod("huge", i, 64_000, 1024, None, false)));
+    }
+    (view, config)
+}
+
+fn autoscaler(view: &Arc<FixedView>, provider: &Arc<dyn CloudProvider>) -> Autoscaler {
+    let options = AutoscalingOptions::default();
+    Autoscaler::new(Parts {
+        expander: expander::Expander::with_seed(&options.expander, 1).unwrap(),
+        options,
+        provider: provider.clone(),
+        reader: view.clone(),
+        actions: Arc::new(NoActions),
+        clock: Arc::new(FixedClock("2026-01-02T00:00:00Z".parse().unwrap())),
+        metrics: None,
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let (view, config_yaml) = cluster();
+    let view = Arc::new(FixedView(view));
+    let nodes: Vec<_> = view.0.nodes.iter().map(|n| (**n).clone()).collect();
+    let config = StaticConfig::from_yaml_str(&config_yaml, "bench").unwrap();
+    let limiter = AutoscalingOptions::default().resource_limiter();
+    let in_process: Arc<dyn CloudProvider> =
+        Arc::new(StaticCloudProvider::new(config.clone(), &nodes, limiter.clone()).unwrap());
+
+    // The same provider, served on loopback by our server on a runtime of its own (as a
+    // provider service would be, in another process).
+    let served: Arc<dyn CloudProvider> = Arc::new(StaticCloudProvider::new(config, &nodes, limiter.clone()).unwrap());
+    let server_runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let listener = server_runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let address = listener.local_addr().unwrap();
+    server_runtime.spawn(cloudprovider_externalgrpc::server::serve(served, listener, None, std::future::pending()));
+    let grpc_config = ExternalGrpcConfig::from_yaml_str(&format!("address: {address}\n"), "bench").unwrap();
+    let over_grpc: Arc<dyn CloudProvider> = Arc::new(ExternalGrpcCloudProvider::new(&grpc_config, limiter).unwrap());
+
+    for provider in [&in_process, &over_grpc] {
+        let report = runtime.block_on(autoscaler(&view, provider).run_once()).unwrap();
+        assert!(report.scale_ups.is_empty(), "nothing to actuate");
+    }
+
+    let mut group = c.benchmark_group("run_once_100_groups_500_nodes");
+    group.sample_size(20);
+    for (name, provider) in [("in_process", &in_process), ("externalgrpc_loopback", &over_grpc)] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || autoscaler(&view, provider),
+                |mut a| runtime.block_on(a.run_once()).unwrap(),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
