@@ -4,6 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The aws provider's tests run against moto (an AWS API server, from PyPI) in server mode. Its
+# venv is made here, once per moto version: quiet when it is already there. Without PyPI the
+# install fails and the AWS tests then fail, saying what is missing (they are never skipped).
+MOTO_VERSION=5.2.5
+export CA_MOTO_VENV="${CA_MOTO_VENV:-$PWD/.venv}"
+if [ "$(cat "$CA_MOTO_VENV/.moto-version" 2>/dev/null)" != "$MOTO_VERSION" ]; then
+    echo "== python venv with moto $MOTO_VERSION at $CA_MOTO_VENV"
+    if python3 -m venv "$CA_MOTO_VENV" \
+        && "$CA_MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check "moto[server,ec2,autoscaling]==$MOTO_VERSION"; then
+        echo "$MOTO_VERSION" > "$CA_MOTO_VENV/.moto-version"
+    else
+        echo "warning: could not install moto $MOTO_VERSION (is PyPI reachable?); the AWS tests will fail" >&2
+    fi
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -22,6 +22,7 @@ pub fn builtin_providers() -> ProviderRegistry {
     let mut registry = ProviderRegistry::new();
     registry.register(cloudprovider_static::PROVIDER_NAME, cloudprovider_static::build);
     registry.register(cloudprovider_memory::PROVIDER_NAME, cloudprovider_memory::build);
+    registry.register(cloudprovider_aws::PROVIDER_NAME, cloudprovider_aws::build);
     registry.register(cloudprovider_externalgrpc::PROVIDER_NAME, cloudprovider_externalgrpc::build);
     registry
 }
@@ -72,6 +73,7 @@ pub async fn build_provider(
     context.node_group_specs = flags.nodes.clone();
     context.node_group_auto_discovery = flags.node_group_auto_discovery.clone();
     context.node_group_defaults = options.node_group_defaults.clone();
+    context.provider_options.aws_use_static_instance_list = flags.aws_use_static_instance_list;
     context.resource_limiter = options.resource_limiter();
     context.nodes = inputs.nodes;
     context.now = inputs.now;
@@ -163,7 +165,7 @@ mod tests {
         let err = compose_with(&["--cloud-provider=nimbus"]).err().unwrap();
         assert_eq!(
             err.to_string(),
-            "--cloud-provider=nimbus: not available in this build (available: static, memory, externalgrpc)"
+            "--cloud-provider=nimbus: not available in this build (available: static, memory, aws, externalgrpc)"
         );
         assert_eq!(err.exit_code(), 2);
     }

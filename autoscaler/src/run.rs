@@ -268,6 +268,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     };
     let (provider, expander) =
         compose::compose(providers, &args.flags, &options, inputs, None).await.map_err(compose_error)?;
+    metrics.register_provider(provider.as_ref());
     let actions = Arc::new(KubeActions::with_options(
         clients.clone(),
         KubeActionsOptions {

@@ -56,10 +56,17 @@ pub struct Controller {
 impl Controller {
     /// Starts the binary with `args`, logging (at debug level) to `<dir>/<name>.log`.
     pub fn start(dir: &Path, name: &str, args: &[String]) -> Controller {
+        Controller::start_with_env(dir, name, args, &[])
+    }
+
+    /// [`Controller::start`] with extra environment variables (e.g. the AWS SDK's
+    /// `AWS_ENDPOINT_URL` and credentials).
+    pub fn start_with_env(dir: &Path, name: &str, args: &[String], env: &[(&str, String)]) -> Controller {
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("creating the controller's log file");
         let child = Command::new(controller_binary())
             .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("RUST_LOG", "info,autoscaler=debug")
             .stdin(Stdio::null())
             .stdout(file.try_clone().expect("a second handle on the log file"))

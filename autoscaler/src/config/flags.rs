@@ -33,7 +33,7 @@ fn non_negative_f64(s: &str) -> Result<f64, String> {
 pub struct DecisionFlags {
     /// Cloud provider, by registered name: `static` (groups from --nodes and --cloud-config; sizes
     /// only), `memory` (groups from --cloud-config in the scenario `nodeGroups` format; fake nodes
-    /// appear and go), `externalgrpc` (a provider served over upstream's gRPC protocol), or one a
+    /// appear and go), `aws` (EC2 Auto Scaling groups), `externalgrpc` (a provider served over upstream's gRPC protocol), or one a
     /// custom build registers.
     #[arg(long = "cloud-provider", default_value = "static")]
     pub cloud_provider: String,
@@ -50,6 +50,10 @@ pub struct DecisionFlags {
     /// (e.g. AWS `asg:tag=k8s.io/cluster-autoscaler/enabled`); repeatable.
     #[arg(long = "node-group-auto-discovery", action = ArgAction::Append)]
     pub node_group_auto_discovery: Vec<String>,
+
+    /// AWS: instance types from the built-in table only, never from `DescribeInstanceTypes`.
+    #[arg(long = "aws-use-static-instance-list", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub aws_use_static_instance_list: bool,
 
     /// Namespace of the status ConfigMap, the priority expander ConfigMap and the leader lease.
     #[arg(long = "namespace", default_value = "kube-system")]

@@ -40,6 +40,8 @@ pub struct CloudState {
     pub gpu_label: String,
     pub resource_limiter: ResourceLimiter,
     pub pricing: Option<Arc<dyn PricingModel>>,
+    /// The provider's labels to ignore when comparing groups for balancing.
+    pub balancing_ignored_labels: Vec<String>,
     /// The provider's group handles, for actuation (not used by `decide`).
     pub handles: HashMap<String, Arc<dyn NodeGroup>>,
 }
@@ -68,6 +70,7 @@ impl CloudState {
             gpu_label: provider.gpu_label().to_string(),
             resource_limiter: provider.resource_limiter()?,
             pricing: provider.pricing().ok(),
+            balancing_ignored_labels: provider.balancing_ignored_labels(),
             ..Default::default()
         };
         let groups = provider.node_groups().await;

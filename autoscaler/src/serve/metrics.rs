@@ -21,9 +21,10 @@
 //! `cluster_autoscaler_pod_autoscaler_rescales_total{kind,direction}`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use cloudprovider::CloudProvider;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use prometheus_client::metrics::counter::Counter;
@@ -191,6 +192,9 @@ pub struct Metrics {
     max_nodes_total: Mutex<usize>,
     /// Every `unremovable_nodes_count` reason ever set, so a reason that disappears goes to 0.
     unremovable_reasons_seen: Mutex<BTreeSet<String>>,
+    /// The cloud provider's own metrics (`CloudProvider::register_metrics`), registered once the
+    /// provider is built, after serving started.
+    provider_registry: Mutex<Registry>,
 }
 
 /// Upstream's `function_duration_seconds` buckets: 150 exponential buckets from 0.1 s to
@@ -237,6 +241,7 @@ impl Metrics {
             pod_autoscaler_rescales: Family::default(),
             max_nodes_total: Mutex::new(0),
             unremovable_reasons_seen: Mutex::new(BTreeSet::new()),
+            provider_registry: Mutex::new(Registry::with_prefix("cluster_autoscaler")),
         };
         let r = &mut m.registry;
         r.register(
@@ -340,6 +345,19 @@ impl Metrics {
     /// The registry, for encoding.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Adds the provider's own metrics (e.g. AWS's `aws_request_duration_seconds`).
+    pub fn register_provider(&self, provider: &dyn CloudProvider) {
+        provider.register_metrics(&mut self.provider_registry.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// Every metric, ours then the provider's, in the OpenMetrics text format.
+    pub fn encode(&self, out: &mut String) -> std::fmt::Result {
+        prometheus_client::encoding::text::encode_registry(out, &self.registry)?;
+        let provider = self.provider_registry.lock().unwrap_or_else(PoisonError::into_inner);
+        prometheus_client::encoding::text::encode_registry(out, &provider)?;
+        prometheus_client::encoding::text::encode_eof(out)
     }
 
     /// The static limits from the options: `cpu_limits_cores`, `memory_limits_bytes`, and the

@@ -146,7 +146,7 @@ async fn health_handler(State(state): State<AppState>) -> Response {
 
 async fn metrics_handler(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let mut text = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut text, state.metrics.registry()) {
+    if let Err(e) = state.metrics.encode(&mut text) {
         return (StatusCode::INTERNAL_SERVER_ERROR, format!("encoding the metrics failed: {e}")).into_response();
     }
     let wants_openmetrics = headers

@@ -20,6 +20,7 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use prometheus_client::metrics::family::Family;
@@ -101,9 +102,12 @@ impl Intercept for CountingInterceptor {
         "CountingInterceptor"
     }
 
-    fn read_before_execution(
+    /// Runs once per operation (not per retry), after the operation's configuration (and so its
+    /// name) is in place.
+    fn read_before_serialization(
         &self,
         _context: &BeforeSerializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let operation = cfg.load::<Metadata>().map_or("unknown", |m| m.name()).to_string();

@@ -599,11 +599,15 @@ impl NodeGroup for AwsNodeGroup {
             let Some((_, instance_id)) = parse_provider_id(provider_id) else {
                 return Err(Self::invalid(format!("node {node_name} has no AWS providerID ({provider_id:?})")));
             };
+            // A placeholder of this group stays this group's after an earlier call removed it.
+            let own_placeholder = instance_id
+                .strip_prefix(&format!("{PLACEHOLDER_PREFIX}-{}-", self.name))
+                .is_some_and(|index| index.parse::<usize>().is_ok());
             let owner = self.shared.state().instance_index.get(instance_id).cloned();
-            if owner.as_deref() != Some(self.name.as_str()) {
+            if owner.as_deref() != Some(self.name.as_str()) && !own_placeholder {
                 return Err(Self::invalid(format!("{node_name} belongs to a different asg than {}", self.name)));
             }
-            if instance_id.starts_with(PLACEHOLDER_PREFIX) {
+            if own_placeholder {
                 placeholders += 1;
             } else if let Some(instance) = group.asg.instances.iter().find(|i| i.id == instance_id) {
                 instances.push(instance.clone());

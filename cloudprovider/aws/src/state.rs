@@ -237,7 +237,10 @@ mod tests {
         let failed = activity(ScalingActivityStatusCode::Failed, later, "InsufficientInstanceCapacity");
         let old_failure = activity(ScalingActivityStatusCode::Failed, t0 - Duration::from_secs(60), "old");
         let ok = activity(ScalingActivityStatusCode::Successful, later, "");
-        assert_eq!(failed_activity(std::slice::from_ref(&failed), Some(t0)).as_deref(), Some("InsufficientInstanceCapacity"));
+        assert_eq!(
+            failed_activity(std::slice::from_ref(&failed), Some(t0)).as_deref(),
+            Some("InsufficientInstanceCapacity")
+        );
         assert_eq!(failed_activity(std::slice::from_ref(&old_failure), Some(t0)), None);
         assert_eq!(
             failed_activity(&[ok.clone(), failed.clone()], Some(t0)).as_deref(),

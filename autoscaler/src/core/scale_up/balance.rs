@@ -8,7 +8,9 @@ use simulator::resources::{MEMORY, Resources};
 
 use crate::config::BalancingOptions;
 
-/// Labels that differ between otherwise identical groups (zones, hostnames, provider ids).
+/// Labels that differ between otherwise identical groups (zones, hostnames, provider ids). A
+/// provider adds its own through `CloudProvider::balancing_ignored_labels` (AWS's are in the
+/// `aws` provider, as upstream's AWS comparator adds them).
 const ALWAYS_IGNORED_LABELS: &[&str] = &[
     "kubernetes.io/hostname",
     "failure-domain.beta.kubernetes.io/zone",
@@ -17,14 +19,6 @@ const ALWAYS_IGNORED_LABELS: &[&str] = &[
     "topology.kubernetes.io/region",
     "beta.kubernetes.io/fluentd-ds-ready",
     "kops.k8s.io/instancegroup",
-    // AWS
-    "alpha.eksctl.io/instance-id",
-    "alpha.eksctl.io/nodegroup-name",
-    "eks.amazonaws.com/nodegroup",
-    "k8s.amazonaws.com/eniConfig",
-    "lifecycle",
-    "topology.ebs.csi.aws.com/zone",
-    "topology.k8s.aws/zone-id",
     // GCE
     "topology.gke.io/zone",
     // Azure
@@ -65,8 +59,9 @@ fn within(a: i64, b: i64, ratio: f64) -> bool {
     ((a - b).abs() as f64) <= ratio * larger
 }
 
-/// Upstream's node-group comparator on two templates.
-pub fn similar(a: &NodeInfo, b: &NodeInfo, options: &BalancingOptions) -> bool {
+/// Upstream's node-group comparator on two templates; `provider_ignored` are the cloud
+/// provider's extra ignored labels.
+pub fn similar(a: &NodeInfo, b: &NodeInfo, options: &BalancingOptions, provider_ignored: &[String]) -> bool {
     let labels = |n: &NodeInfo| -> BTreeMap<String, String> { n.labels().cloned().unwrap_or_default() };
     let (la, lb) = (labels(a), labels(b));
     if !options.labels.is_empty() {
@@ -94,7 +89,9 @@ pub fn similar(a: &NodeInfo, b: &NodeInfo, options: &BalancingOptions) -> bool {
             return false;
         }
     }
-    let ignored = |k: &String| ALWAYS_IGNORED_LABELS.contains(&k.as_str()) || options.ignore_labels.contains(k);
+    let ignored = |k: &String| {
+        ALWAYS_IGNORED_LABELS.contains(&k.as_str()) || options.ignore_labels.contains(k) || provider_ignored.contains(k)
+    };
     let fa: BTreeMap<_, _> = la.iter().filter(|(k, _)| !ignored(k)).collect();
     let fb: BTreeMap<_, _> = lb.iter().filter(|(k, _)| !ignored(k)).collect();
     fa == fb
@@ -160,19 +157,27 @@ mod tests {
         let a = template(&[("pool", "x"), ("topology.kubernetes.io/zone", "a")], "4", "16Gi");
         let b = template(&[("pool", "x"), ("topology.kubernetes.io/zone", "b")], "4", "16Gi");
         let c = template(&[("pool", "y"), ("topology.kubernetes.io/zone", "b")], "4", "16Gi");
-        assert!(similar(&a, &b, &opts()));
-        assert!(!similar(&a, &c, &opts()));
+        assert!(similar(&a, &b, &opts(), &[]));
+        assert!(!similar(&a, &c, &opts(), &[]));
         let mut o = opts();
         o.ignore_labels.push("pool".into());
-        assert!(similar(&a, &c, &o));
+        assert!(similar(&a, &c, &o, &[]));
     }
 
     #[test]
     fn similar_groups_need_equal_cpu_and_close_memory() {
         let a = template(&[], "4", "16000Mi");
-        assert!(similar(&a, &template(&[], "4", "16200Mi"), &opts()), "1.2% memory difference is within 1.5%");
-        assert!(!similar(&a, &template(&[], "4", "17000Mi"), &opts()));
-        assert!(!similar(&a, &template(&[], "8", "16000Mi"), &opts()));
+        assert!(similar(&a, &template(&[], "4", "16200Mi"), &opts(), &[]), "1.2% memory difference is within 1.5%");
+        assert!(!similar(&a, &template(&[], "4", "17000Mi"), &opts(), &[]));
+        assert!(!similar(&a, &template(&[], "8", "16000Mi"), &opts(), &[]));
+    }
+
+    #[test]
+    fn provider_labels_are_ignored_only_when_the_provider_names_them() {
+        let a = template(&[("pool", "x"), ("topology.k8s.aws/zone-id", "use1-az1")], "4", "16Gi");
+        let b = template(&[("pool", "x"), ("topology.k8s.aws/zone-id", "use1-az2")], "4", "16Gi");
+        assert!(!similar(&a, &b, &opts(), &[]));
+        assert!(similar(&a, &b, &opts(), &["topology.k8s.aws/zone-id".to_string()]));
     }
 
     #[test]
@@ -181,6 +186,6 @@ mod tests {
         o.labels = vec!["pool".into()];
         let a = template(&[("pool", "x"), ("other", "1")], "4", "16Gi");
         let b = template(&[("pool", "x"), ("other", "2")], "8", "32Gi");
-        assert!(similar(&a, &b, &o));
+        assert!(similar(&a, &b, &o, &[]));
     }
 }

@@ -415,7 +415,12 @@ fn similar_groups(
         if !mine.schedulable.iter().all(|i| other.schedulable.contains(i)) {
             continue;
         }
-        if similar(&template.node_info, &ctx.templates[id].node_info, &ctx.options.balancing) {
+        if similar(
+            &template.node_info,
+            &ctx.templates[id].node_info,
+            &ctx.options.balancing,
+            &ctx.cloud.balancing_ignored_labels,
+        ) {
             out.push(id.clone());
         }
     }
