@@ -125,6 +125,13 @@ impl ClusterSnapshot {
         self.volumes = Some(Box::new(index));
     }
 
+    /// The volume a `WaitForFirstConsumer` claim would bind to on this node (see
+    /// `VolumeIndex::matching_volume`).
+    pub fn matching_volume(&mut self, claim_key: &Arc<str>, node: NodeId, chosen: &[&str]) -> Option<String> {
+        let info = self.nodes.get(node.index())?.as_ref()?;
+        self.volumes.as_deref_mut()?.matching_volume(claim_key, info, chosen)
+    }
+
     /// Whether the volume filters are on.
     pub fn knows_volumes(&self) -> bool {
         self.volumes.is_some()

@@ -608,14 +608,7 @@ impl VolumeIndex {
                         bind_conflict |= **selected != *node.name;
                         continue;
                     }
-                    let matched = match &delayed.prebound {
-                        Some(pv) => Some(pv).filter(|pv| pv.fits_node_affinity(node)),
-                        None => delayed
-                            .candidates
-                            .iter()
-                            .find(|pv| !chosen.contains(&pv.name.as_str()) && pv.fits_node_affinity(node)),
-                    };
-                    match matched {
+                    match delayed.matching_volume(node, &chosen) {
                         Some(pv) => chosen.push(&pv.name),
                         None => {
                             let provisionable = delayed.provisioning.as_ref().is_some_and(|t| t.matches(node.labels()));
@@ -630,6 +623,35 @@ impl VolumeIndex {
             return Err(Unfit::VolumeBinding { node_conflict, bind_conflict, missing_volume });
         }
         Ok(())
+    }
+}
+
+impl DelayedClaim {
+    /// `FindMatchingVolume` on one node: the pre-bound volume if it fits, else the smallest
+    /// available one that fits and is not `chosen` for another claim of the pod.
+    fn matching_volume(&self, node: &NodeInfo, chosen: &[&str]) -> Option<&Arc<CompiledVolume>> {
+        match &self.prebound {
+            Some(pv) => Some(pv).filter(|pv| pv.fits_node_affinity(node)),
+            None => {
+                self.candidates.iter().find(|pv| !chosen.contains(&pv.name.as_str()) && pv.fits_node_affinity(node))
+            }
+        }
+    }
+}
+
+impl VolumeIndex {
+    /// For a `WaitForFirstConsumer` claim not bound yet: the available volume VolumeBinding
+    /// would bind it to on this node, skipping `chosen` ones. `None` when the claim would be
+    /// provisioned there instead, or is not such a claim. What a simulated scheduler binds, so
+    /// that it binds what the filters allowed.
+    pub fn matching_volume(&mut self, claim_key: &Arc<str>, node: &NodeInfo, chosen: &[&str]) -> Option<String> {
+        let resolved = self.resolve(claim_key);
+        match &resolved.state {
+            ClaimState::Delayed(delayed) if delayed.selected_node.is_none() => {
+                delayed.matching_volume(node, chosen).map(|pv| pv.name.clone())
+            }
+            _ => None,
+        }
     }
 }
 
