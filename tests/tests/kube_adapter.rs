@@ -26,7 +26,7 @@ use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
 const PRIORITY_CONFIG_MAP: &str = "cluster-autoscaler-priority-expander";
 
 /// The reflectors `KubeCluster` runs without the WPA CRD: one watch each.
-const REFLECTORS: usize = 12;
+const REFLECTORS: usize = 16;
 
 fn meta(namespace: Option<&str>, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
     ObjectMeta {

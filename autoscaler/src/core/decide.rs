@@ -169,6 +169,9 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // upcoming) with their pods, then template copies for upcoming nodes.
     let mut snapshot = ClusterSnapshot::new();
     snapshot.set_namespaces(view.namespaces.iter().map(|n| &**n));
+    if let Some(volumes) = view.volume_index() {
+        snapshot.set_volumes(volumes);
+    }
     let mut unmanaged_capacity: BTreeMap<String, i64> = BTreeMap::new();
     for node in &view.nodes {
         let name = node.metadata.name.clone().unwrap_or_default();

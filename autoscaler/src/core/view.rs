@@ -7,8 +7,12 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use simulator::volumes::VolumeIndex;
 
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
@@ -26,9 +30,31 @@ pub struct ClusterView {
     pub hpas: Vec<Arc<HorizontalPodAutoscaler>>,
     /// `datadoghq.com/v1alpha1` WatermarkPodAutoscalers (when the CRD exists).
     pub wpas: Vec<Arc<crate::hpa::wpa::WatermarkPodAutoscaler>>,
+    /// What the scheduler's volume filters read: pods with claims fit only where their volumes
+    /// can follow (zonal disks, `allowedTopologies`, CSI attach limits).
+    pub persistent_volume_claims: Vec<Arc<PersistentVolumeClaim>>,
+    pub persistent_volumes: Vec<Arc<PersistentVolume>>,
+    pub storage_classes: Vec<Arc<StorageClass>>,
+    pub csi_nodes: Vec<Arc<CSINode>>,
+    /// The source reports the four kinds above (the kube adapter and the memory cluster always
+    /// do; a `plan` dump does when it holds any of them). When false the volume filters are
+    /// off: a claim missing from a dump taken without `pvc,pv,…` is not a missing claim.
+    pub volumes_observed: bool,
 }
 
 impl ClusterView {
+    /// The volume index for the snapshot, when the source reports volumes.
+    pub fn volume_index(&self) -> Option<VolumeIndex> {
+        self.volumes_observed.then(|| {
+            VolumeIndex::new(
+                self.persistent_volume_claims.iter().cloned(),
+                self.persistent_volumes.iter().cloned(),
+                self.storage_classes.iter().cloned(),
+                self.csi_nodes.iter().cloned(),
+            )
+        })
+    }
+
     /// The priority expander's ConfigMap in `namespace`, if it exists.
     pub fn priority_expander_config_map(&self, namespace: &str) -> Option<&ConfigMap> {
         self.config_maps

@@ -13,8 +13,11 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
@@ -42,8 +45,9 @@ impl KubeClusterOptions {
 
 /// Reflectors over Nodes, Pods, PodDisruptionBudgets, DaemonSets, ReplicaSets, StatefulSets,
 /// Deployments, Jobs, ReplicationControllers, Namespaces, HorizontalPodAutoscalers,
-/// WatermarkPodAutoscalers when asked (cluster-wide) and the priority expander's ConfigMap
-/// (in `--namespace`).
+/// PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes (for the scheduler's
+/// volume filters), WatermarkPodAutoscalers when asked (cluster-wide) and the priority
+/// expander's ConfigMap (in `--namespace`).
 ///
 /// Each reflector runs in its own task: kube-runtime's watcher lists (from the watch cache),
 /// then watches from the list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
@@ -62,6 +66,10 @@ pub struct KubeCluster {
     config_maps: Store<ConfigMap>,
     namespaces: Store<Namespace>,
     hpas: Store<HorizontalPodAutoscaler>,
+    persistent_volume_claims: Store<PersistentVolumeClaim>,
+    persistent_volumes: Store<PersistentVolume>,
+    storage_classes: Store<StorageClass>,
+    csi_nodes: Store<CSINode>,
     wpas: Option<Store<WatermarkPodAutoscaler>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     sync_timeout: Duration,
@@ -115,6 +123,10 @@ impl KubeCluster {
             config_maps: reflect(Api::namespaced(client.clone(), &options.namespace), priority_config_map, &mut tasks),
             namespaces: reflect(Api::all(client.clone()), all(), &mut tasks),
             hpas: reflect(Api::all(client.clone()), all(), &mut tasks),
+            persistent_volume_claims: reflect(Api::all(client.clone()), all(), &mut tasks),
+            persistent_volumes: reflect(Api::all(client.clone()), all(), &mut tasks),
+            storage_classes: reflect(Api::all(client.clone()), all(), &mut tasks),
+            csi_nodes: reflect(Api::all(client.clone()), all(), &mut tasks),
             wpas: options.watch_wpas.then(|| reflect(Api::all(client), all(), &mut tasks)),
             tasks: Mutex::new(tasks),
             sync_timeout: options.sync_timeout,
@@ -136,6 +148,10 @@ impl KubeCluster {
             self.config_maps.wait_until_ready().await?;
             self.namespaces.wait_until_ready().await?;
             self.hpas.wait_until_ready().await?;
+            self.persistent_volume_claims.wait_until_ready().await?;
+            self.persistent_volumes.wait_until_ready().await?;
+            self.storage_classes.wait_until_ready().await?;
+            self.csi_nodes.wait_until_ready().await?;
             match &self.wpas {
                 Some(wpas) => wpas.wait_until_ready().await,
                 None => Ok(()),
@@ -177,6 +193,11 @@ impl KubeCluster {
             namespaces: self.namespaces.state(),
             hpas: self.hpas.state(),
             wpas: self.wpas.as_ref().map(Store::state).unwrap_or_default(),
+            persistent_volume_claims: self.persistent_volume_claims.state(),
+            persistent_volumes: self.persistent_volumes.state(),
+            storage_classes: self.storage_classes.state(),
+            csi_nodes: self.csi_nodes.state(),
+            volumes_observed: true,
         }
     }
 }

@@ -8,8 +8,11 @@ use cloudprovider_memory::{MemoryCloudProvider, SharedTime};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::jiff::Timestamp;
 use simulator::labels::{Labels, Selector};
 use simulator::{NodeInfo, PodInfo};
@@ -95,6 +98,11 @@ pub struct MemoryCluster {
     pub(super) hpas: Kind<HorizontalPodAutoscaler>,
     /// WatermarkPodAutoscalers (a CRD: stored and listed only; their controller is embedded).
     pub(super) wpas: Vec<Arc<crate::hpa::wpa::WatermarkPodAutoscaler>>,
+    /// Storage (see `volumes.rs`): claims, volumes, classes and CSINodes.
+    pub(super) persistent_volume_claims: Kind<PersistentVolumeClaim>,
+    pub(super) persistent_volumes: Kind<PersistentVolume>,
+    pub(super) storage_classes: Kind<StorageClass>,
+    pub(super) csi_nodes: Kind<CSINode>,
     pub(super) events: Vec<RecordedEvent>,
 
     pub(super) timers: BTreeSet<(Timestamp, Timer)>,
@@ -116,7 +124,7 @@ impl MemoryCluster {
     ///
     /// [`advance`]: MemoryCluster::advance
     pub fn new(config: MemoryClusterConfig, time: SharedTime, cloud: Option<Arc<MemoryCloudProvider>>) -> Self {
-        MemoryCluster {
+        let mut cluster = MemoryCluster {
             config,
             time,
             cloud,
@@ -139,6 +147,10 @@ impl MemoryCluster {
             namespaces: Kind::default(),
             hpas: Kind::default(),
             wpas: Vec::new(),
+            persistent_volume_claims: Kind::default(),
+            persistent_volumes: Kind::default(),
+            storage_classes: Kind::default(),
+            csi_nodes: Kind::default(),
             events: Vec::new(),
             timers: BTreeSet::new(),
             dirty: BTreeSet::new(),
@@ -147,7 +159,10 @@ impl MemoryCluster {
             scheduler: SchedulerState::default(),
             pod_name_counters: HashMap::new(),
             next_uid: 1,
-        }
+        };
+        // Every claim of this cluster is known (none yet): the volume filters are on from the start.
+        cluster.refresh_volume_index();
+        cluster
     }
 
     pub fn config(&self) -> &MemoryClusterConfig {
@@ -207,6 +222,11 @@ impl MemoryCluster {
             namespaces: self.namespaces.list(),
             hpas: self.hpas.list(),
             wpas: self.wpas.clone(),
+            persistent_volume_claims: self.persistent_volume_claims.list(),
+            persistent_volumes: self.persistent_volumes.list(),
+            storage_classes: self.storage_classes.list(),
+            csi_nodes: self.csi_nodes.list(),
+            volumes_observed: true,
         }
     }
 
@@ -264,6 +284,14 @@ impl MemoryCluster {
 
     pub fn config_map(&self, namespace: &str, name: &str) -> Option<&Arc<ConfigMap>> {
         self.config_maps.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn persistent_volume_claim(&self, namespace: &str, name: &str) -> Option<&Arc<PersistentVolumeClaim>> {
+        self.persistent_volume_claims.get(&ObjectKey::new(namespace, name))
+    }
+
+    pub fn persistent_volume(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
+        self.persistent_volumes.get(&ObjectKey::cluster(name))
     }
 
     pub fn hpa(&self, namespace: &str, name: &str) -> Option<&Arc<HorizontalPodAutoscaler>> {

@@ -32,8 +32,10 @@
 //!   scoring, preemption; see `scheduler.rs` and `preemption.rs`.
 //! - The API server's eviction rules for PodDisruptionBudgets, the `scale` subresource, the
 //!   status ConfigMap and an Event log; see `actions.rs`.
+//! - Storage: claims (StatefulSets create theirs), volumes, classes, the PV controller, and
+//!   `WaitForFirstConsumer` binding in the node's zone when a pod is bound; see `volumes.rs`.
 //! - Not modelled: rolling updates (a changed template updates the ReplicaSet in place), pod
-//!   failures and restarts, volumes, ReplicationController replicas (stored and listed only),
+//!   failures and restarts, ReplicationController replicas (stored and listed only),
 //!   HorizontalPodAutoscalers (stored and listed; the embedded HPA loop acts through `scale`),
 //!   API conflicts and latency.
 //!
@@ -51,6 +53,7 @@ mod ports;
 mod preemption;
 mod scheduler;
 mod store;
+mod volumes;
 
 #[cfg(test)]
 mod tests;
@@ -63,3 +66,4 @@ pub use objects::{ClusterObject, MemoryClusterError, ObjectKind};
 pub use ports::{MemoryClusterHandle, VirtualClock};
 pub use simulator::labels::format_label_selector;
 pub use store::ObjectKey;
+pub use volumes::DEFAULT_CLASS_ANNOTATION;

@@ -5,8 +5,12 @@
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, PodStatus, PodTemplateSpec, ReplicationController};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus, PodTemplateSpec,
+    ReplicationController,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use simulator::labels::Selector;
 
@@ -38,6 +42,11 @@ pub enum ClusterObject {
     ConfigMap(ConfigMap),
     Namespace(Namespace),
     HorizontalPodAutoscaler(HorizontalPodAutoscaler),
+    PersistentVolumeClaim(PersistentVolumeClaim),
+    /// Boxed: far larger than the other kinds (every in-tree volume source).
+    PersistentVolume(Box<PersistentVolume>),
+    StorageClass(StorageClass),
+    CSINode(CSINode),
 }
 
 /// The kinds of [`ClusterObject`], for deletion.
@@ -55,6 +64,10 @@ pub enum ObjectKind {
     ConfigMap,
     Namespace,
     HorizontalPodAutoscaler,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CSINode,
 }
 
 macro_rules! cluster_object_from {
@@ -78,8 +91,17 @@ cluster_object_from!(
     PodDisruptionBudget,
     ConfigMap,
     Namespace,
-    HorizontalPodAutoscaler
+    HorizontalPodAutoscaler,
+    PersistentVolumeClaim,
+    StorageClass,
+    CSINode
 );
+
+impl From<PersistentVolume> for ClusterObject {
+    fn from(object: PersistentVolume) -> Self {
+        ClusterObject::PersistentVolume(Box::new(object))
+    }
+}
 
 fn invalid(kind: &'static str, key: &ObjectKey, field: &str, message: impl Into<String>) -> MemoryClusterError {
     MemoryClusterError::Invalid { kind, key: key.to_string(), field: field.to_string(), message: message.into() }
@@ -319,6 +341,49 @@ impl MemoryCluster {
                 self.hpas.insert(key.clone(), hpa.into());
                 Ok(key)
             }
+            ClusterObject::PersistentVolumeClaim(mut claim) => {
+                let existing = Self::existing_meta(&self.persistent_volume_claims, &claim.metadata, true);
+                let key = self.admit_meta(&mut claim.metadata, "PersistentVolumeClaim", true, existing)?;
+                self.default_claim_class(&mut claim);
+                if let Some(old) = self.persistent_volume_claims.get(&key)
+                    && claim.status.is_none()
+                {
+                    claim.status = old.status.clone();
+                }
+                claim.status.get_or_insert_with(|| k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+                    phase: Some("Pending".into()),
+                    ..Default::default()
+                });
+                self.persistent_volume_claims.insert(key.clone(), claim.into());
+                self.volumes_changed();
+                Ok(key)
+            }
+            ClusterObject::PersistentVolume(mut volume) => {
+                let existing = Self::existing_meta(&self.persistent_volumes, &volume.metadata, false);
+                let key = self.admit_meta(&mut volume.metadata, "PersistentVolume", false, existing)?;
+                Self::default_volume_status(&mut volume);
+                self.persistent_volumes.insert(key.clone(), volume.into());
+                self.volumes_changed();
+                Ok(key)
+            }
+            ClusterObject::StorageClass(mut class) => {
+                let existing = Self::existing_meta(&self.storage_classes, &class.metadata, false);
+                let key = self.admit_meta(&mut class.metadata, "StorageClass", false, existing)?;
+                if class.provisioner.is_empty() {
+                    return Err(invalid("StorageClass", &key, "provisioner", "Required value"));
+                }
+                class.volume_binding_mode.get_or_insert_with(|| "Immediate".to_string());
+                self.storage_classes.insert(key.clone(), class.into());
+                self.volumes_changed();
+                Ok(key)
+            }
+            ClusterObject::CSINode(mut csi_node) => {
+                let existing = Self::existing_meta(&self.csi_nodes, &csi_node.metadata, false);
+                let key = self.admit_meta(&mut csi_node.metadata, "CSINode", false, existing)?;
+                self.csi_nodes.insert(key.clone(), csi_node.into());
+                self.volumes_changed();
+                Ok(key)
+            }
         }
     }
 
@@ -386,7 +451,20 @@ impl MemoryCluster {
             ObjectKind::ConfigMap => self.config_maps.remove(key).is_some(),
             ObjectKind::Namespace => self.namespaces.remove(key).is_some(),
             ObjectKind::HorizontalPodAutoscaler => self.hpas.remove(key).is_some(),
+            ObjectKind::PersistentVolumeClaim => self.delete_volume_object(|c| c.persistent_volume_claims.remove(key)),
+            ObjectKind::PersistentVolume => self.delete_volume_object(|c| c.persistent_volumes.remove(key)),
+            ObjectKind::StorageClass => self.delete_volume_object(|c| c.storage_classes.remove(key)),
+            ObjectKind::CSINode => self.delete_volume_object(|c| c.csi_nodes.remove(key)),
         }
+    }
+
+    /// Removes a storage object; the scheduler sees the change.
+    fn delete_volume_object<T>(&mut self, remove: impl FnOnce(&mut Self) -> Option<T>) -> bool {
+        let removed = remove(self).is_some();
+        if removed {
+            self.volumes_changed();
+        }
+        removed
     }
 
     fn delete_owned_pods(&mut self, owner: &ObjectMeta) {

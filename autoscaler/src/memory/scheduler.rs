@@ -171,6 +171,7 @@ impl MemoryCluster {
         let mut snapshot = ClusterSnapshot::new();
         let namespaces = self.namespaces.list();
         snapshot.set_namespaces(namespaces.iter().map(|n| &**n));
+        snapshot.set_volumes(self.volume_index());
         for (key, node) in self.nodes.iter() {
             let mut info = NodeInfo::new(node.clone());
             info.pods = self.snapshot_pods_of(&key.name);
@@ -259,6 +260,10 @@ impl MemoryCluster {
     }
 
     fn bind(&mut self, key: &ObjectKey, node: String) {
+        if !self.pods.contains(key) {
+            return;
+        }
+        self.bind_pod_volumes(key, &node);
         let Some(pod) = self.pods.get(key) else { return };
         let now = self.now();
         let mut pod = (**pod).clone();

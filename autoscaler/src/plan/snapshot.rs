@@ -1,13 +1,18 @@
 //! Reading a cluster dump: what `kubectl get … -o json|yaml` prints (a `List`, single objects,
 //! or several YAML documents), from files or stdin. Objects the autoscaler does not use are
 //! ignored; a malformed object is an error naming the file, the item and the field.
+//!
+//! PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes turn the scheduler's
+//! volume filters on: a dump holding any of them is taken to hold all of them (`kubectl get
+//! …,pvc,pv,storageclass,csinode`), and a pod's claim missing from it is then missing. A dump
+//! without any says nothing about volumes, and the filters stay off.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -141,6 +146,28 @@ fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) ->
             check_quantities(pod_quantities(&pod), file, &item)?;
             view.pods.push(pod);
         }
+        ("", "PersistentVolumeClaim") => {
+            let claim: Arc<PersistentVolumeClaim> = typed(obj, file, &item)?;
+            let requests = claim.spec.as_ref().and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref());
+            check_quantities(vec![("spec.resources.requests".into(), requests)], file, &item)?;
+            view.persistent_volume_claims.push(claim);
+            view.volumes_observed = true;
+        }
+        ("", "PersistentVolume") => {
+            let volume: Arc<PersistentVolume> = typed(obj, file, &item)?;
+            let capacity = volume.spec.as_ref().and_then(|s| s.capacity.as_ref());
+            check_quantities(vec![("spec.capacity".into(), capacity)], file, &item)?;
+            view.persistent_volumes.push(volume);
+            view.volumes_observed = true;
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            view.storage_classes.push(typed(obj, file, &item)?);
+            view.volumes_observed = true;
+        }
+        ("storage.k8s.io", "CSINode") => {
+            view.csi_nodes.push(typed(obj, file, &item)?);
+            view.volumes_observed = true;
+        }
         ("", "ReplicationController") => view.replication_controllers.push(typed(obj, file, &item)?),
         ("", "ConfigMap") => view.config_maps.push(typed(obj, file, &item)?),
         ("", "Namespace") => view.namespaces.push(typed(obj, file, &item)?),
@@ -251,6 +278,36 @@ mod tests {
         assert!(err.contains("dump.json"), "{err}");
         assert!(err.contains("items[0] (Pod ns/p)"), "{err}");
         assert!(err.contains("spec.containers"), "{err}");
+    }
+
+    #[test]
+    fn storage_objects_turn_the_volume_filters_on() {
+        let mut view = ClusterView::default();
+        load_text(
+            &mut view,
+            r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}]}"#,
+            "a.json",
+        )
+        .unwrap();
+        assert!(!view.volumes_observed, "a dump without storage objects says nothing about volumes");
+        let text = r#"{"apiVersion":"v1","kind":"List","items":[
+            {"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"db"},
+             "spec":{"resources":{"requests":{"storage":"10Gi"}}}},
+            {"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv-1"},"spec":{"capacity":{"storage":"10Gi"}}},
+            {"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"gp3"},"provisioner":"ebs.csi.aws.com"},
+            {"apiVersion":"storage.k8s.io/v1","kind":"CSINode","metadata":{"name":"n1"},"spec":{"drivers":[]}}
+        ]}"#;
+        load_text(&mut view, text, "b.json").unwrap();
+        assert!(view.volumes_observed);
+        assert_eq!(
+            (view.persistent_volume_claims.len(), view.persistent_volumes.len()),
+            (1, 1),
+            "claims and volumes are read"
+        );
+        assert_eq!((view.storage_classes.len(), view.csi_nodes.len()), (1, 1));
+        let bad = r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},"spec":{"capacity":{"storage":"lots"}}}]}"#;
+        let err = load_text(&mut ClusterView::default(), bad, "c.json").unwrap_err().to_string();
+        assert!(err.contains("spec.capacity.storage"), "{err}");
     }
 
     #[test]

@@ -146,6 +146,7 @@ async fn apply(
                 "DaemonSet" => ObjectKind::DaemonSet,
                 "Pod" => ObjectKind::Pod,
                 "PodDisruptionBudget" => ObjectKind::PodDisruptionBudget,
+                "PersistentVolumeClaim" => ObjectKind::PersistentVolumeClaim,
                 other => return Err(format!("cannot delete kind {other}")),
             };
             handle.lock().delete(kind, &ObjectKey::new(&target.namespace, &target.name));

@@ -18,7 +18,7 @@
 //!   provisioningDelay: 2m
 //!   options: {scaleDownUnneededTime: 5m}      # like the cloud-config file
 //!   template: {metadata: {labels: {pool: general}}, status: {capacity: {cpu: "4", memory: 16Gi, pods: "110"}}}
-//! objects: [ ...Kubernetes objects: Deployments, StatefulSets, Jobs, DaemonSets, PDBs, ... ]
+//! objects: [ ...Kubernetes objects: Deployments, StatefulSets, Jobs, DaemonSets, PDBs, PVCs, PVs, StorageClasses, ... ]
 //! events:
 //! - {at: 6h, scale: {kind: Deployment, namespace: default, name: web, replicas: 20}}
 //! - {at: 7h, ramp: {kind: Deployment, namespace: default, name: web, to: 40, over: 2h}}

@@ -9,8 +9,9 @@ use cloudprovider_memory::{MemoryCloudProvider, SharedTime};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -67,11 +68,15 @@ pub fn cluster_object(v: Value, field: &str) -> Result<ClusterObject, WorldError
         "HorizontalPodAutoscaler" => {
             ClusterObject::HorizontalPodAutoscaler(typed::<HorizontalPodAutoscaler>(v, field)?)
         }
+        "PersistentVolumeClaim" => ClusterObject::PersistentVolumeClaim(typed::<PersistentVolumeClaim>(v, field)?),
+        "PersistentVolume" => typed::<PersistentVolume>(v, field)?.into(),
+        "StorageClass" => ClusterObject::StorageClass(typed::<StorageClass>(v, field)?),
+        "CSINode" => ClusterObject::CSINode(typed::<CSINode>(v, field)?),
         other => {
             return Err(WorldError::Invalid {
                 field: format!("{field}.kind"),
                 message: format!(
-                    "{other:?} is not simulated (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, Pod, PodDisruptionBudget, ConfigMap, Namespace, Node, HorizontalPodAutoscaler)"
+                    "{other:?} is not simulated (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, Pod, PodDisruptionBudget, ConfigMap, Namespace, Node, HorizontalPodAutoscaler, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode)"
                 ),
             });
         }

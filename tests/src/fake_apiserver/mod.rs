@@ -24,7 +24,9 @@
 //! - Resources ([`resources::RESOURCES`]): core/v1 nodes, pods, configmaps, events, namespaces,
 //!   replicationcontrollers; apps/v1 deployments, replicasets, statefulsets, daemonsets; batch/v1
 //!   jobs; policy/v1 poddisruptionbudgets; coordination.k8s.io/v1 leases; events.k8s.io/v1
-//!   events; autoscaling/v2 horizontalpodautoscalers; optionally the WPA CRD.
+//!   events; autoscaling/v2 horizontalpodautoscalers; core/v1 persistentvolumeclaims and
+//!   persistentvolumes, storage.k8s.io/v1 storageclasses and csinodes (what the scheduler's volume
+//!   filters read); optionally the WPA CRD.
 //! - Paths: cluster-scoped (`/api/v1/nodes/n1`), namespaced (`/apis/apps/v1/namespaces/ns/deployments/d`)
 //!   and all-namespaces lists (`/api/v1/pods`).
 //! - Verbs: get; list with `labelSelector` (`=`, `==`, `!=`, `in`, `notin`, exists, `!`),

@@ -101,6 +101,20 @@ pub const RESOURCES: &[ResourceDef] = &[
         &["hpa"],
         &["status"]
     ),
+    // What the scheduler's volume filters read (claims, volumes, classes, CSI attach limits).
+    res!(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "persistentvolumeclaim",
+        "PersistentVolumeClaim",
+        true,
+        &["pvc"],
+        &["status"]
+    ),
+    res!("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", false, &["pv"], &["status"]),
+    res!("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, &["sc"], &[]),
+    res!("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", false, NO_SHORT, &[]),
     ResourceDef {
         group: "datadoghq.com",
         version: "v1alpha1",

@@ -82,6 +82,11 @@ fn permission_table() -> Vec<(Permission, Caller)> {
         (cluster.clone(), "apps", "statefulsets", &["list", "watch"], None, Adapter),
         (cluster.clone(), "batch", "jobs", &["list", "watch"], None, Adapter),
         (cluster.clone(), "policy", "poddisruptionbudgets", &["list", "watch"], None, Adapter),
+        // reader.rs: what the scheduler's volume filters read.
+        (cluster.clone(), "", "persistentvolumeclaims", &["list", "watch"], None, Adapter),
+        (cluster.clone(), "", "persistentvolumes", &["list", "watch"], None, Adapter),
+        (cluster.clone(), "storage.k8s.io", "storageclasses", &["list", "watch"], None, Adapter),
+        (cluster.clone(), "storage.k8s.io", "csinodes", &["list", "watch"], None, Adapter),
         (cluster.clone(), "autoscaling", "horizontalpodautoscalers", &["list", "watch"], None, Adapter),
         (cluster.clone(), "datadoghq.com", "watermarkpodautoscalers", &["list", "watch"], None, Adapter),
         // reader.rs: the priority expander's ConfigMap, watched with a metadata.name field selector.

@@ -2,7 +2,9 @@
 //! `OrderedReady` policy, one pod at a time: the lowest missing ordinal is created once every
 //! lower one is Running and Ready, and on scale-down the highest ordinal goes first, one at a
 //! time, once the others are Running and Ready. `Parallel` creates and deletes all at once. A
-//! pod that is terminating is replaced (same name) only after it is gone.
+//! pod that is terminating is replaced (same name) only after it is gone. Each pod gets the
+//! claims of the `volumeClaimTemplates` for its ordinal, created when missing and kept after it
+//! goes, so a recreated pod uses the same volumes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +49,7 @@ impl MemoryCluster {
         let owner = controller_ref("apps/v1", "StatefulSet", &ss.metadata);
         let service = spec.service_name.clone();
         let create = |cluster: &mut MemoryCluster, ordinal: usize| {
+            let claims = cluster.stateful_set_claims(&ss, ordinal);
             let name = format!("{}-{ordinal}", key.name);
             let labels = [(STATEFULSET_POD_NAME_LABEL, name.clone()), (POD_INDEX_LABEL, ordinal.to_string())];
             let hostname = name.clone();
@@ -60,6 +63,11 @@ impl MemoryCluster {
                 move |spec| {
                     spec.hostname = Some(hostname);
                     spec.subdomain = subdomain.filter(|s| !s.is_empty());
+                    if !claims.is_empty() {
+                        let volumes = spec.volumes.get_or_insert_with(Vec::new);
+                        volumes.retain(|v| !claims.iter().any(|c| c.name == v.name));
+                        volumes.extend(claims);
+                    }
                 },
             );
         };

@@ -6,6 +6,7 @@ mod disruption;
 mod nodes;
 mod scale;
 mod scheduling;
+mod volumes;
 mod with_core;
 
 use std::sync::Arc;
