@@ -9,6 +9,8 @@
 //! controller really makes, recorded by `deploy_manifests/controller_run.rs`), the chart in
 //! `deploy_manifests/helm.rs`.
 
+#[path = "deploy_manifests/aws.rs"]
+mod aws;
 #[path = "deploy_manifests/controller_run.rs"]
 mod controller_run;
 #[path = "deploy_manifests/helm.rs"]

@@ -120,6 +120,15 @@ fn rendered_args(values: &Value, namespace: &str) -> Vec<String> {
         let field = |key: &str| printed(&group[key], &format!("nodeGroups[{i}].{key}"));
         args.push(format!("--nodes={}:{}:{}", field("minSize"), field("maxSize"), field("name")));
     }
+    if values["cloudProvider"] == "aws" {
+        let cluster = printed(&values["aws"]["clusterName"], "aws.clusterName");
+        assert!(!cluster.is_empty(), "the template requires aws.clusterName with cloudProvider: aws");
+        args.push(format!(
+            "--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/{cluster}"
+        ));
+        let static_list = printed(&values["aws"]["useStaticInstanceList"], "aws.useStaticInstanceList");
+        args.push(format!("--aws-use-static-instance-list={static_list}"));
+    }
     args.push(format!("--expander={}", printed(&values["expander"], "expander")));
     args.push(format!("--namespace={namespace}"));
     args.push(format!("--address=:{}", printed(&values["service"]["port"], "service.port")));
@@ -259,8 +268,10 @@ fn chart_rbac_rules_are_the_manifests_rules() {
 #[test]
 fn chart_template_passes_the_flags_the_test_renders() {
     let in_template = template_flag_names(&template("deployment.yaml"));
+    // The defaults, and the flags only cloudProvider: aws renders.
     let mut rendered: BTreeSet<String> = rendered_args(&values(), "kube-system")
-        .iter()
+        .into_iter()
+        .chain(rendered_args(&aws_values(), "kube-system"))
         .map(|arg| arg.trim_start_matches("--").split('=').next().unwrap().to_string())
         .collect();
     let extra: BTreeMap<String, Value> = serde_json::from_value(values()["extraArgs"].clone()).unwrap();
@@ -357,4 +368,46 @@ fn chart_deployment_mounts_the_cloud_config_and_probes_the_health_check() {
     assert!(pdb.contains("apiVersion: policy/v1\n"));
     assert!(pdb.contains(r#"{{- include "cluster-autoscaler.selectorLabels" . | nindent 6 }}"#));
     assert!(deployment.contains(r#"{{- include "cluster-autoscaler.selectorLabels" . | nindent 8 }}"#));
+}
+
+/// The default values switched to `cloudProvider: aws`, as deploy/README.md shows.
+fn aws_values() -> Value {
+    let mut values = values();
+    values["cloudProvider"] = "aws".into();
+    values["cloudConfig"] = "".into();
+    values["nodeGroups"] = serde_json::json!([]);
+    values["aws"]["clusterName"] = "prod".into();
+    values["aws"]["region"] = "eu-west-1".into();
+    values["aws"]["roleArn"] = "arn:aws:iam::111122223333:role/cluster-autoscaler".into();
+    values
+}
+
+#[test]
+fn chart_aws_values_make_the_discovery_flags_the_region_and_the_irsa_annotation() {
+    let defaults = values();
+    assert_eq!(defaults["aws"]["clusterName"], "", "no cluster is assumed");
+    assert_eq!(defaults["aws"]["useStaticInstanceList"], false, "upstream's default");
+    let values = aws_values();
+    let args = rendered_args(&values, "kube-system");
+    let run = parse_flags(&args).unwrap_or_else(|e| panic!("the chart's aws args {args:?}: {e}"));
+    assert_eq!(run.flags.cloud_provider, "aws");
+    assert!(run.flags.nodes.is_empty() && run.flags.cloud_config.is_empty());
+    assert_eq!(
+        run.flags.node_group_auto_discovery,
+        ["asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/prod"]
+    );
+    assert!(!run.flags.aws_use_static_instance_list);
+    assert!(autoscaler::compose::builtin_providers().contains("aws"));
+
+    let deployment = template("deployment.yaml");
+    assert!(deployment.contains(
+        "{{- if and (eq .Values.cloudProvider \"aws\") .Values.aws.region }}\n        env:\n        - name: AWS_REGION\n          value: {{ .Values.aws.region | quote }}"
+    ));
+    assert!(
+        deployment
+            .contains("{{ required \"aws.clusterName is required with cloudProvider: aws\" .Values.aws.clusterName }}")
+    );
+    let service_account = template("serviceaccount.yaml");
+    assert!(service_account.contains("eks.amazonaws.com/role-arn: {{ . | quote }}"));
+    assert!(service_account.contains("{{- if or .Values.serviceAccount.annotations .Values.aws.roleArn }}"));
 }
