@@ -186,6 +186,54 @@ async fn a_validation_error_is_reported_with_its_code() {
     assert_eq!(refused.num_calls(), 1, "a validation error is not retried");
 }
 
+#[tokio::test]
+async fn terminating_instances_are_skipped_and_only_unfulfilled_capacity_is_decreased() {
+    // Desired 4: one instance in service, one already terminating, two not launched yet.
+    let group = || {
+        let mut group = asg(4, 1);
+        group.instances.get_or_insert_with(Vec::new).push(
+            Instance::builder()
+                .instance_id("i-leaving")
+                .availability_zone(ZONE)
+                .lifecycle_state(LifecycleState::TerminatingWait)
+                .build(),
+        );
+        group
+    };
+    let describe = mock!(Autoscaling::describe_auto_scaling_groups).then_output(move || described(group()));
+    let activities = mock!(Autoscaling::describe_scaling_activities)
+        .then_output(|| DescribeScalingActivitiesOutput::builder().build());
+    let terminate = mock!(Autoscaling::terminate_instance_in_auto_scaling_group)
+        .match_requests(|r| r.instance_id() == Some("i-gpu0") && r.should_decrement_desired_capacity() == Some(true))
+        .then_output(|| {
+            aws_sdk_autoscaling::operation::terminate_instance_in_auto_scaling_group::TerminateInstanceInAutoScalingGroupOutput::builder().build()
+        });
+    let decreased = mock!(Autoscaling::set_desired_capacity)
+        .match_requests(|r| r.desired_capacity() == Some(2))
+        .then_output(|| SetDesiredCapacityOutput::builder().build());
+    let provider = provider(clients(&[&describe, &activities, &terminate, &decreased], &[]));
+    provider.refresh().await.unwrap();
+    let group = provider.node_groups().await.pop().unwrap();
+    let states: Vec<InstanceState> =
+        group.nodes().await.unwrap().iter().map(|i| i.status.as_ref().unwrap().state).collect();
+    assert_eq!(
+        states,
+        [InstanceState::Running, InstanceState::Deleting, InstanceState::Creating, InstanceState::Creating]
+    );
+
+    // Only the two placeholders may go: 4 - 3 would touch an instance.
+    let refused = group.decrease_target_size(-3).await.unwrap_err().to_string();
+    assert_eq!(refused, "attempt to delete existing nodes targetSize:4 delta:-3 existingNodes: 2");
+    group.decrease_target_size(-2).await.unwrap();
+    assert_eq!(decreased.num_calls(), 1);
+    assert_eq!(group.target_size().await.unwrap(), 2);
+
+    // The terminating instance is skipped; the other is terminated with the desired capacity.
+    group.delete_nodes(&[fake_node("i-gpu0"), fake_node("i-leaving")]).await.unwrap();
+    assert_eq!(terminate.num_calls(), 1);
+    assert_eq!(group.target_size().await.unwrap(), 1);
+}
+
 fn throttled() -> DescribeAutoScalingGroupsError {
     DescribeAutoScalingGroupsError::generic(
         ErrorMetadata::builder().code("Throttling").message("Rate exceeded").build(),

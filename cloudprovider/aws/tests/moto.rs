@@ -223,6 +223,37 @@ async fn a_mixed_instances_asg_uses_its_first_override() {
 }
 
 #[tokio::test]
+async fn a_launch_configuration_asg_scales_from_zero_too() {
+    let moto = MotoServer::start();
+    let aws = Aws::new(&moto);
+    aws.autoscaling
+        .create_launch_configuration()
+        .launch_configuration_name("legacy")
+        .image_id("ami-12c6146b")
+        .instance_type("t3.large")
+        .send()
+        .await
+        .expect("CreateLaunchConfiguration");
+    aws.autoscaling
+        .create_auto_scaling_group()
+        .auto_scaling_group_name("legacy")
+        .launch_configuration_name("legacy")
+        .min_size(0)
+        .max_size(2)
+        .desired_capacity(0)
+        .availability_zones(ZONE)
+        .send()
+        .await
+        .expect("CreateAutoScalingGroup (launch configuration)");
+    let provider = provider(&moto, &[("legacy", 0, 2)], &[]);
+    provider.refresh().await.unwrap();
+    let node = group(&provider, "legacy").await.template_node_info().await.unwrap().node;
+    assert_eq!(node.metadata.labels.unwrap()["node.kubernetes.io/instance-type"], "t3.large");
+    provider.refresh().await.unwrap();
+    assert_eq!(provider.api_stats().count("DescribeLaunchConfigurations"), 1, "a launch configuration is read once");
+}
+
+#[tokio::test]
 async fn plan_reads_and_never_changes_anything() {
     let moto = MotoServer::start();
     let aws = Aws::new(&moto);
