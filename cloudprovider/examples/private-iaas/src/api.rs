@@ -166,6 +166,21 @@ pub struct Faults {
     pub hang_builds: std::collections::BTreeSet<String>,
 }
 
+/// The body of `POST /admin/settle` (optional: without one, every pool is settled).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettleRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+}
+
+/// What `POST /admin/settle` moved on: VMs now `active`, and VMs whose deletion finished.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settled {
+    pub active: Vec<String>,
+    pub gone: Vec<String>,
+}
+
 /// Requests served per route (`GET /admin/stats`), e.g. `"GET /v1/pools/{pool}/vms": 3`, so
 /// tests can tell what a client asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,10 +6,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{IaasProcess, arm, binary, http, temp_dir, write};
+use support::{IaasProcess, arm, binary, http, settle, temp_dir, write};
 
-const CONFIG: &str = "buildSeconds: 0.5
-deleteSeconds: 0.5
+/// No build or delete times: VMs move on when the test settles them, never by the clock.
+const CONFIG: &str = "buildSeconds: null
+deleteSeconds: null
 flavors:
 - {name: m1.large, vcpus: 4, memoryMiB: 16384, pricePerHour: 0.192}
 images: [ubuntu]
@@ -54,7 +55,10 @@ fn vms_build_run_and_go_away() {
     assert_eq!(over["error"]["code"], "QuotaExceeded");
     assert_eq!(over["name"], "extra");
 
-    std::thread::sleep(Duration::from_millis(600));
+    // Building until settled, however long that takes.
+    let (_, vm) = http("GET", &format!("{url}/v1/pools/general/vms/vm-000001"), None);
+    assert_eq!(vm["state"], "building");
+    assert_eq!(settle(url), json!({"active": ["vm-000001"], "gone": []}));
     let (status, vm) = http("GET", &format!("{url}/v1/pools/general/vms/vm-000001"), None);
     assert_eq!((status, vm["state"].as_str()), (200, Some("active")));
     let (status, vm) = http("DELETE", &format!("{url}/v1/pools/general/vms/vm-000001"), None);
@@ -62,7 +66,8 @@ fn vms_build_run_and_go_away() {
     let (_, list) = http("GET", &format!("{url}/v1/pools/general/vms"), None);
     let states: Vec<&str> = list["vms"].as_array().unwrap().iter().map(|vm| vm["state"].as_str().unwrap()).collect();
     assert_eq!(states, ["deleting", "error"]);
-    std::thread::sleep(Duration::from_millis(600));
+    // A failed VM is not built by a settle; a deleting one is gone.
+    assert_eq!(settle(url), json!({"active": [], "gone": ["vm-000001"]}));
     let (status, answer) = http("GET", &format!("{url}/v1/pools/general/vms/vm-000001"), None);
     assert_eq!((status, answer["error"]["code"].as_str()), (404, Some("NotFound")));
 }
@@ -84,6 +89,8 @@ fn bad_input_answers_400_with_a_json_message() {
         ("PUT", "/v1/flavors", "", 405),
         ("POST", "/admin/faults", r#"{"failNextCreates": 1}"#, 400),
         ("POST", "/admin/faults", r#"{"pool": "nowhere", "hangBuilds": true}"#, 404),
+        ("POST", "/admin/settle", r#"{"pool": "nowhere"}"#, 404),
+        ("POST", "/admin/settle", r#"{"pools": ["general"]}"#, 400),
     ];
     for (method, path, body, expected) in cases {
         let (status, answer) = http(method, &format!("{url}{path}"), Some(body));
@@ -113,7 +120,8 @@ fn faults_are_armed_counted_and_cleared() {
 
     arm(url, json!({"pool": "general", "hangBuilds": true}));
     let (_, vm) = http("POST", &format!("{url}/v1/pools/general/vms"), Some(&create));
-    std::thread::sleep(Duration::from_millis(600));
+    // A hung build does not even settle.
+    assert_eq!(settle(url), json!({"active": [], "gone": []}));
     let (_, vm) = http("GET", &format!("{url}/v1/pools/general/vms/{}", vm["id"].as_str().unwrap()), None);
     assert_eq!(vm["state"], "building");
 

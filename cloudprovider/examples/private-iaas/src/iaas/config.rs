@@ -10,6 +10,10 @@
 //! pools:
 //! - {name: compute, quota: 12}
 //! ```
+//!
+//! `buildSeconds: null` (or `deleteSeconds: null`) takes the clock out: VMs stay `building`
+//! (`deleting`) until `POST /admin/settle` moves them on, so tests decide when a VM is up
+//! instead of sleeping past a build time (see [`crate::iaas`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -22,8 +26,10 @@ use crate::api::Flavor;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct IaasConfig {
-    pub build_time: Duration,
-    pub delete_time: Duration,
+    /// How long a VM builds; `None`: until `POST /admin/settle`.
+    pub build_time: Option<Duration>,
+    /// How long a deletion takes; `None`: until `POST /admin/settle`.
+    pub delete_time: Option<Duration>,
     pub flavors: Vec<Flavor>,
     pub images: Vec<String>,
     pub pools: Vec<PoolConfig>,
@@ -46,8 +52,11 @@ pub enum IaasConfigError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawConfig {
-    build_seconds: Option<Spanned<f64>>,
-    delete_seconds: Option<Spanned<f64>>,
+    /// Absent: the default; `null`: no clock (`Some(None)`).
+    #[serde(default, deserialize_with = "present")]
+    build_seconds: Option<Spanned<Option<f64>>>,
+    #[serde(default, deserialize_with = "present")]
+    delete_seconds: Option<Spanned<Option<f64>>>,
     flavors: Vec<RawFlavor>,
     images: Vec<Spanned<String>>,
     pools: Vec<RawPool>,
@@ -73,6 +82,11 @@ struct RawPool {
     quota: u32,
 }
 
+/// A key that is present, even as `null` (serde reads a missing key as `None` through `default`).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Spanned<Option<f64>>>, D::Error> {
+    Spanned::<Option<f64>>::deserialize(deserializer).map(Some)
+}
+
 const SPANNED_KEYS: &[&str] =
     &["buildSeconds", "deleteSeconds", "name", "vcpus", "memoryMiB", "pricePerHour", "images"];
 
@@ -88,10 +102,18 @@ impl IaasConfig {
     pub fn parse(text: &str, file: &str) -> Result<IaasConfig, FileError> {
         let raw: RawConfig = cloudprovider::yaml::from_str(text, file, SPANNED_KEYS)?;
         let err = |field: String, line: Option<u64>, message: &str| FileError::new(file, field, line, message);
-        let seconds = |value: &Option<Spanned<f64>>, field: &str, default: f64| match value {
-            None => Ok(Duration::from_secs_f64(default)),
-            Some(s) => Duration::try_from_secs_f64(s.value)
-                .map_err(|_| err(field.to_string(), line_of(s), "must be a non-negative number of seconds")),
+        let seconds = |value: &Option<Spanned<Option<f64>>>, field: &str, default: f64| match value {
+            None => Ok(Some(Duration::from_secs_f64(default))),
+            Some(Spanned { value: None, .. }) => Ok(None),
+            Some(s @ Spanned { value: Some(seconds), .. }) => {
+                Duration::try_from_secs_f64(*seconds).map(Some).map_err(|_| {
+                    err(
+                        field.to_string(),
+                        line_of(s),
+                        "must be a non-negative number of seconds, or null (until settled)",
+                    )
+                })
+            }
         };
         let build_time = seconds(&raw.build_seconds, "buildSeconds", 1.0)?;
         let delete_time = seconds(&raw.delete_seconds, "deleteSeconds", 0.0)?;
@@ -156,10 +178,19 @@ pools:
     #[test]
     fn a_config_reads_with_defaults() {
         let config = IaasConfig::parse(GOOD, "iaas.yaml").unwrap();
-        assert_eq!(config.build_time, Duration::from_millis(500));
-        assert_eq!(config.delete_time, Duration::ZERO);
+        assert_eq!(config.build_time, Some(Duration::from_millis(500)));
+        assert_eq!(config.delete_time, Some(Duration::ZERO));
         assert_eq!(config.flavors[0].gpus, 0);
         assert_eq!(config.pools, [PoolConfig { name: "general".into(), quota: 3 }]);
+    }
+
+    #[test]
+    fn null_times_wait_for_a_settle() {
+        let text = GOOD.replace("buildSeconds: 0.5", "buildSeconds: null\ndeleteSeconds: ~");
+        let config = IaasConfig::parse(&text, "iaas.yaml").unwrap();
+        assert_eq!((config.build_time, config.delete_time), (None, None));
+        let config = IaasConfig::parse(&GOOD.replace("buildSeconds: 0.5\n", ""), "iaas.yaml").unwrap();
+        assert_eq!(config.build_time, Some(Duration::from_secs(1)));
     }
 
     #[test]

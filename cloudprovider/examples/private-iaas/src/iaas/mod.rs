@@ -23,7 +23,9 @@
 //!
 //! A `vm` is `{"id", "name", "pool", "flavor", "image", "state", "created", "error"?}` with state
 //! `building` → `active` after `buildSeconds`; `deleting` → gone after `deleteSeconds`; `error`
-//! with `{"code", "message"}`.
+//! with `{"code", "message"}`. With `buildSeconds: null` (`deleteSeconds: null`) no time is
+//! long enough: VMs move on only through `POST /admin/settle`, which tests use instead of
+//! sleeping (a loaded machine cannot make them flaky). Demos keep a build time.
 //!
 //! **Quota**: a create past the pool's quota is accepted and makes a VM in `error` with code
 //! `QuotaExceeded` (as OpenStack reports a full project through the server's fault), which holds
@@ -42,6 +44,7 @@
 //! | `POST /admin/faults` `{"skipRequests": K, …}` | the two faults above start after K more `/v1` requests |
 //! | `GET /admin/faults`, `DELETE /admin/faults` | what is armed; disarm everything |
 //! | `GET /admin/stats` | `{"requests": {"GET /v1/pools/{pool}/vms": 3, …}}` |
+//! | `POST /admin/settle` `{"pool"?}` | now, whatever the times: building VMs (but hung ones) are `active`, deleting ones gone; answers `{"active": [id…], "gone": [id…]}` |
 //!
 //! A slow request is carried out before the delay, the worst case for a client: its timeout
 //! fires, yet the create happened.

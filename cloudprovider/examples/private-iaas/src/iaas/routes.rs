@@ -18,7 +18,9 @@ use serde::de::DeserializeOwned;
 
 use super::SharedCloud;
 use super::state::{ApiError, Cloud, RequestFault};
-use crate::api::{CreateVm, ErrorBody, ErrorDetail, FaultRequest, FlavorList, Image, ImageList, PoolList, VmList};
+use crate::api::{
+    CreateVm, ErrorBody, ErrorDetail, FaultRequest, FlavorList, Image, ImageList, PoolList, SettleRequest, VmList,
+};
 
 /// The API's routes over `cloud`.
 pub fn router(cloud: SharedCloud) -> Router {
@@ -32,7 +34,8 @@ pub fn router(cloud: SharedCloud) -> Router {
         .route_layer(middleware::from_fn_with_state(cloud.clone(), request_faults));
     let admin = Router::new()
         .route("/admin/faults", get(get_faults).post(arm_faults).delete(clear_faults))
-        .route("/admin/stats", get(stats));
+        .route("/admin/stats", get(stats))
+        .route("/admin/settle", axum::routing::post(settle));
     v1.merge(admin)
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NotFound", "no such route".into()) })
         .method_not_allowed_fallback(|| async {
@@ -171,6 +174,13 @@ async fn arm_faults(State(cloud): State<SharedCloud>, bytes: Bytes) -> Result<Re
 
 async fn clear_faults(State(cloud): State<SharedCloud>) -> Response {
     ok(StatusCode::OK, lock(&cloud).clear_faults())
+}
+
+async fn settle(State(cloud): State<SharedCloud>, bytes: Bytes) -> Result<Response, ApiError> {
+    let request: SettleRequest =
+        if bytes.iter().all(u8::is_ascii_whitespace) { SettleRequest::default() } else { body(&bytes)? };
+    let settled = lock(&cloud).settle_now(request.pool.as_deref(), Instant::now())?;
+    Ok(ok(StatusCode::OK, settled))
 }
 
 async fn stats(State(cloud): State<SharedCloud>) -> Response {

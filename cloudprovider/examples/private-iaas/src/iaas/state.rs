@@ -1,6 +1,8 @@
 //! The stand-in IaaS's model: pools of VMs whose state follows from the time since they were
 //! created or deleted, plus the faults tests arm. No timers: every read settles the state at the
 //! time of the read, so the service is deterministic for a given sequence of requests and clock.
+//! Without build (delete) times, VMs move on only when told to ([`Cloud::settle_now`]): then the
+//! service is deterministic for a given sequence of requests alone.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +10,7 @@ use axum::http::StatusCode;
 
 use super::config::IaasConfig;
 use crate::api::{
-    CreateVm, FaultRequest, Faults, Flavor, NO_VALID_HOST, Pool, QUOTA_EXCEEDED, Stats, Vm, VmError, VmState,
+    CreateVm, FaultRequest, Faults, Flavor, NO_VALID_HOST, Pool, QUOTA_EXCEEDED, Settled, Stats, Vm, VmError, VmState,
 };
 
 /// An answer other than success: the HTTP status, a stable code and a message for people.
@@ -42,7 +44,7 @@ pub enum RequestFault {
 /// What happens to a VM after its creation.
 #[derive(Clone, Debug)]
 enum Fate {
-    /// `building` for the build time, then `active`.
+    /// `building` for the build time (or until settled), then `active`.
     Boots,
     /// `building` forever (the `hangBuilds` fault).
     Hangs,
@@ -55,6 +57,8 @@ struct VmRecord {
     vm: Vm,
     created_at: Instant,
     fate: Fate,
+    /// Moved to `active` by [`Cloud::settle_now`], whatever the build time.
+    booted: bool,
     deleting_since: Option<Instant>,
 }
 
@@ -81,21 +85,21 @@ impl Cloud {
     }
 
     pub fn pools(&mut self, now: Instant) -> Vec<Pool> {
-        self.settle(now);
+        self.forget_deleted(now);
         let pools: Vec<(String, u32)> = self.config.pools.iter().map(|p| (p.name.clone(), p.quota)).collect();
         pools.into_iter().map(|(name, quota)| Pool { used: self.used(&name), name, quota }).collect()
     }
 
     pub fn list(&mut self, pool: &str, now: Instant) -> Result<Vec<Vm>, ApiError> {
         self.known_pool(pool)?;
-        self.settle(now);
+        self.forget_deleted(now);
         let build_time = self.config.build_time;
         Ok(self.vms.iter().filter(|r| r.vm.pool == pool).map(|r| view(r, now, build_time)).collect())
     }
 
     pub fn get(&mut self, pool: &str, id: &str, now: Instant) -> Result<Vm, ApiError> {
         self.known_pool(pool)?;
-        self.settle(now);
+        self.forget_deleted(now);
         let build_time = self.config.build_time;
         self.vms
             .iter()
@@ -109,7 +113,7 @@ impl Cloud {
     /// way it learns about `NoValidHost`, and deletes it.
     pub fn create(&mut self, pool: &str, request: CreateVm, now: Instant) -> Result<Vm, ApiError> {
         let quota = self.known_pool(pool)?.quota;
-        self.settle(now);
+        self.forget_deleted(now);
         if !self.config.images.contains(&request.image) {
             return Err(ApiError::bad_request(format!(
                 "unknown image {:?} (images: {})",
@@ -173,7 +177,7 @@ impl Cloud {
             created: created.to_string(),
             error: None,
         };
-        let record = VmRecord { vm, created_at: now, fate, deleting_since: None };
+        let record = VmRecord { vm, created_at: now, fate, booted: false, deleting_since: None };
         let answer = view(&record, now, self.config.build_time);
         self.vms.push(record);
         Ok(answer)
@@ -182,7 +186,7 @@ impl Cloud {
     /// Starts deleting a VM (any state); deleting one already `deleting` is a no-op.
     pub fn delete(&mut self, pool: &str, id: &str, now: Instant) -> Result<Vm, ApiError> {
         self.known_pool(pool)?;
-        self.settle(now);
+        self.forget_deleted(now);
         let build_time = self.config.build_time;
         let record = self
             .vms
@@ -191,6 +195,27 @@ impl Cloud {
             .ok_or_else(|| ApiError::not_found(format!("no VM {id} in pool {pool}")))?;
         record.deleting_since.get_or_insert(now);
         Ok(view(record, now, build_time))
+    }
+
+    /// Moves every VM of `pool` (of every pool when `None`) on at once: `building` ones that
+    /// boot become `active` (hung ones stay `building`), `deleting` ones are gone. Returns their ids.
+    pub fn settle_now(&mut self, pool: Option<&str>, now: Instant) -> Result<Settled, ApiError> {
+        if let Some(pool) = pool {
+            self.known_pool(pool)?;
+        }
+        self.forget_deleted(now);
+        let build_time = self.config.build_time;
+        let mut settled = Settled::default();
+        for record in self.vms.iter_mut().filter(|r| pool.is_none_or(|p| r.vm.pool == p)) {
+            if record.deleting_since.is_some() {
+                settled.gone.push(record.vm.id.clone());
+            } else if matches!(record.fate, Fate::Boots) && view(record, now, build_time).state == VmState::Building {
+                record.booted = true;
+                settled.active.push(record.vm.id.clone());
+            }
+        }
+        self.vms.retain(|r| !settled.gone.contains(&r.vm.id));
+        Ok(settled)
     }
 
     pub fn faults(&self) -> Faults {
@@ -286,15 +311,15 @@ impl Cloud {
         u32::try_from(count).unwrap_or(u32::MAX)
     }
 
-    /// Forgets VMs whose deletion has finished.
-    fn settle(&mut self, now: Instant) {
-        let delete_time = self.config.delete_time;
+    /// Forgets VMs whose deletion has finished (never by time without a delete time).
+    fn forget_deleted(&mut self, now: Instant) {
+        let Some(delete_time) = self.config.delete_time else { return };
         self.vms.retain(|r| r.deleting_since.is_none_or(|since| now.saturating_duration_since(since) < delete_time));
     }
 }
 
 /// A VM as the API shows it at `now`.
-fn view(record: &VmRecord, now: Instant, build_time: Duration) -> Vm {
+fn view(record: &VmRecord, now: Instant, build_time: Option<Duration>) -> Vm {
     let mut vm = record.vm.clone();
     if record.deleting_since.is_some() {
         vm.state = VmState::Deleting;
@@ -306,7 +331,10 @@ fn view(record: &VmRecord, now: Instant, build_time: Duration) -> Vm {
             VmState::Error
         }
         Fate::Hangs => VmState::Building,
-        Fate::Boots if now.saturating_duration_since(record.created_at) >= build_time => VmState::Active,
+        Fate::Boots if record.booted => VmState::Active,
+        Fate::Boots if build_time.is_some_and(|t| now.saturating_duration_since(record.created_at) >= t) => {
+            VmState::Active
+        }
         Fate::Boots => VmState::Building,
     };
     vm

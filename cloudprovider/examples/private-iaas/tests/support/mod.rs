@@ -78,6 +78,14 @@ pub fn arm(url: &str, faults: Value) {
     assert_eq!(status, 200, "arming {faults}: {answer}");
 }
 
+/// Moves the IaaS's VMs on now (`POST /admin/settle`): building ones are active, deleting ones
+/// gone. The tests' configs have no build or delete times, so nothing happens by the clock.
+pub fn settle(url: &str) -> Value {
+    let (status, answer) = http("POST", &format!("{url}/admin/settle"), None);
+    assert_eq!(status, 200, "settling: {answer}");
+    answer
+}
+
 /// Requests served on a route so far (`GET /v1/pools/{pool}/vms`).
 pub fn requests(url: &str, route: &str) -> u64 {
     let (_, stats) = http("GET", &format!("{url}/admin/stats"), None);
