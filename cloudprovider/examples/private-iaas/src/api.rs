@@ -150,6 +150,11 @@ pub struct FaultRequest {
     /// second create of a scale-up, say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_requests: Option<u32>,
+    /// `serverErrors`, `slowRequests` and `skipRequests` count only requests on this route, as
+    /// `/admin/stats` names it (`POST /v1/pools/{pool}/vms`: creates); every `/v1` route when
+    /// absent. Set by every request that arms `serverErrors` or `slowRequests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
 }
 
 /// The faults armed now (`GET /admin/faults`).
@@ -160,6 +165,9 @@ pub struct Faults {
     pub slow_requests: u32,
     pub slow_millis: u64,
     pub skip_requests: u32,
+    /// The route those request faults are for (`None`: every `/v1` route).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
     /// Per pool: creates left to fail.
     pub fail_next_creates: std::collections::BTreeMap<String, u32>,
     /// Pools whose new VMs never leave `building`.

@@ -130,12 +130,19 @@ fn faults_are_armed_counted_and_cleared() {
     assert_eq!(http("GET", &format!("{url}/v1/flavors"), None).0, 200);
     assert!(started.elapsed() >= Duration::from_millis(300));
 
+    // Faults on one route: the create fails, the listing before it does not.
+    arm(url, json!({"serverErrors": 1, "route": "POST /v1/pools/{pool}/vms"}));
+    assert_eq!(http("GET", &format!("{url}/v1/pools/general/vms"), None).0, 200);
+    assert_eq!(http("POST", &format!("{url}/v1/pools/general/vms"), Some(&create)).0, 500);
+    assert_eq!(http("POST", &format!("{url}/v1/pools/general/vms"), Some(&create)).0, 202);
+
     let (_, faults) = http("GET", &format!("{url}/admin/faults"), None);
     assert_eq!(faults["hangBuilds"], json!(["general"]));
+    assert_eq!(faults["route"], "POST /v1/pools/{pool}/vms");
     let (status, faults) = http("DELETE", &format!("{url}/admin/faults"), None);
     assert_eq!((status, faults["hangBuilds"].clone()), (200, json!([])));
     let (_, stats) = http("GET", &format!("{url}/admin/stats"), None);
-    assert_eq!(stats["requests"]["POST /v1/pools/{pool}/vms"], 3);
+    assert_eq!(stats["requests"]["POST /v1/pools/{pool}/vms"], 5);
     assert_eq!(stats["requests"]["GET /v1/pools/{pool}/vms/{id}"], 1);
 }
 

@@ -42,6 +42,7 @@
 //! | `POST /admin/faults` `{"serverErrors": N}` | the next N `/v1` requests answer 500 and do nothing |
 //! | `POST /admin/faults` `{"slowRequests": N, "slowMillis": MS}` | the next N `/v1` requests are carried out, then answered MS late |
 //! | `POST /admin/faults` `{"skipRequests": K, …}` | the two faults above start after K more `/v1` requests |
+//! | `POST /admin/faults` `{"route": "POST /v1/pools/{pool}/vms", …}` | the three above count only requests on that route (as `/admin/stats` names it) |
 //! | `GET /admin/faults`, `DELETE /admin/faults` | what is armed; disarm everything |
 //! | `GET /admin/stats` | `{"requests": {"GET /v1/pools/{pool}/vms": 3, …}}` |
 //! | `POST /admin/settle` `{"pool"?}` | now, whatever the times: building VMs (but hung ones) are `active`, deleting ones gone; answers `{"active": [id…], "gone": [id…]}` |

@@ -102,8 +102,9 @@ async fn request_faults(State(cloud): State<SharedCloud>, request: Request, next
     let route = format!("{} {}", request.method(), route_of(request.uri().path()));
     let fault = {
         let mut cloud = lock(&cloud);
+        let fault = cloud.take_request_fault(&route);
         cloud.count(route);
-        cloud.take_request_fault()
+        fault
     };
     match fault {
         RequestFault::ServerError => {

@@ -263,6 +263,9 @@ impl Cloud {
         if let Some(n) = request.skip_requests {
             self.faults.skip_requests = n;
         }
+        if request.server_errors.is_some() || request.slow_requests.is_some() {
+            self.faults.route = request.route;
+        }
         Ok(self.faults.clone())
     }
 
@@ -271,8 +274,12 @@ impl Cloud {
         self.faults.clone()
     }
 
-    /// Takes the request-level fault for the next `/v1` request.
-    pub fn take_request_fault(&mut self) -> RequestFault {
+    /// Takes the request-level fault for the next `/v1` request, on `route`
+    /// (`POST /v1/pools/{pool}/vms`).
+    pub fn take_request_fault(&mut self, route: &str) -> RequestFault {
+        if self.faults.route.as_deref().is_some_and(|armed| armed != route) {
+            return RequestFault::None;
+        }
         let armed = self.faults.server_errors > 0 || self.faults.slow_requests > 0;
         if armed && self.faults.skip_requests > 0 {
             self.faults.skip_requests -= 1;
