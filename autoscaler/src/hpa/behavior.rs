@@ -113,10 +113,12 @@ impl HpaState {
     }
 
     /// On first sight of an HPA upstream records the current replicas as a recommendation, so
-    /// that a restarted controller does not scale down inside the stabilization window.
+    /// that a restarted controller does not scale down inside the stabilization window. Upstream
+    /// stamps it a moment before the same reconcile computes its window's cutoff, so with a
+    /// window of `0s` it is already outside: stamped a nanosecond early here for the same effect.
     pub(crate) fn record_initial_recommendation(&mut self, current_replicas: i32, now: Timestamp) {
         if self.recommendations.is_empty() {
-            self.recommendations.push((now, current_replicas));
+            self.recommendations.push((sub(now, Duration::from_nanos(1)), current_replicas));
         }
     }
 

@@ -10,7 +10,7 @@ use simulator::labels::Selector;
 use simulator::quantity::parse_milli;
 
 use super::format::{go_label_selector, milli_quantity};
-use super::metrics::{MetricsSource, PodResourceMetrics, Usage};
+use super::metrics::MetricsSource;
 use super::replica_calculator::{ReplicaCalculator, resource_usage};
 
 pub(crate) struct MetricContext<'a> {
@@ -116,20 +116,11 @@ fn resource_metric(
         }
         Ok(raw)
     };
-    fn usage<'m>(
-        raw: &'m PodResourceMetrics,
-        container: &str,
-        namespace: &str,
-        resource: &str,
-    ) -> Result<Usage<'m>, String> {
-        resource_usage(raw, container, namespace)
-            .map_err(|e| format!("unable to get metrics for resource {resource}: {e}"))
-    }
     let (replicas, current, name) = if let Some(average_value) = &target.average_value {
         let target_usage = milli(average_value, "averageValue")?;
         let proposal = fetch()
             .and_then(|raw| {
-                let m = usage(&raw, container, ctx.namespace, resource)?;
+                let m = resource_usage(&raw, container, ctx.namespace);
                 ctx.calculator.plain_metric_replicas(ctx.spec_replicas, target_usage, resource, m)
             })
             .map_err(|e| format!("failed to get {resource} usage: {e}"))?;
@@ -141,7 +132,7 @@ fn resource_metric(
         };
         let proposal = fetch()
             .and_then(|raw| {
-                let m = usage(&raw, container, ctx.namespace, resource)?;
+                let m = resource_usage(&raw, container, ctx.namespace);
                 ctx.calculator.resource_utilization_replicas(
                     ctx.spec_replicas,
                     target_utilization,

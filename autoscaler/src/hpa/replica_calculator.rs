@@ -413,12 +413,9 @@ fn usage_ratio_of(metrics: &Usage<'_>, target_usage: i64) -> (f64, i64) {
 }
 
 /// The `metrics.k8s.io` client side: per pod, the usage of one container, or the sum over all
-/// containers (a pod with a container lacking the resource counts as missing).
-pub(crate) fn resource_usage<'m>(
-    metrics: &'m PodResourceMetrics,
-    container: &str,
-    namespace: &str,
-) -> Result<Usage<'m>, String> {
+/// containers (a pod with a container lacking the resource, or without the named container,
+/// counts as missing).
+pub(crate) fn resource_usage<'m>(metrics: &'m PodResourceMetrics, container: &str, namespace: &str) -> Usage<'m> {
     let mut result = Usage::with_capacity_and_hasher(metrics.len(), FastHash::default());
     for (pod, metric) in metrics {
         let value = if container.is_empty() {
@@ -428,10 +425,12 @@ pub(crate) fn resource_usage<'m>(
                 metric.containers.iter().try_fold(0i64, |sum, c| c.value.map(|v| sum.saturating_add(v)))
             }
         } else {
+            // As current kube-controller-manager: a pod whose metrics lack the container (it
+            // restarted, or the metrics server has not seen it yet) is skipped — it counts as a
+            // pod without metrics — instead of failing the whole autoscaler.
             let Some(found) = metric.containers.iter().find(|c| c.name == container) else {
-                return Err(format!(
-                    "failed to get container metrics: container {container} not present in metrics for pod {namespace}/{pod}"
-                ));
+                tracing::debug!(%namespace, %pod, %container, "container not present in the pod's metrics; skipping the pod");
+                continue;
             };
             found.value
         };
@@ -439,5 +438,5 @@ pub(crate) fn resource_usage<'m>(
             result.insert(pod.as_str(), PodMetric { value, timestamp: metric.timestamp, window: metric.window });
         }
     }
-    Ok(result)
+    result
 }

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::test_support::*;
-use super::{HpaDecision, HpaOutcome, HpaState};
+use super::{HpaConfig, HpaDecision, HpaOutcome, HpaState, reconcile_hpa};
 
 fn queue_hpa(
     min: i32,
@@ -184,7 +184,9 @@ fn first_reconcile_does_not_scale_down_inside_stabilization_window() {
     let mut state = HpaState::new();
     let d = step(&hpa, &mut state, 10, 2, t(0));
     assert_eq!((d.desired_replicas, d.recommended_replicas), (10, 2));
-    assert_eq!(state.recommendations().first(), Some(&(t(0), 10)));
+    let (at, replicas) = state.recommendations()[0];
+    assert_eq!(replicas, 10);
+    assert!(at < t(0) && at > t(-1), "stamped just before the reconcile: {at}");
     for s in (15..300).step_by(15) {
         assert_eq!(step(&hpa, &mut state, 10, 2, t(s)).desired_replicas, 10, "at t={s}");
     }
@@ -212,9 +214,23 @@ fn legacy_downscale_window_includes_its_edge() {
     // Without behavior, a recommendation exactly 300 s old is still inside the window.
     let hpa = queue_hpa(1, 100, None);
     let mut state = HpaState::new();
-    assert_eq!(step(&hpa, &mut state, 10, 2, t(0)).desired_replicas, 10);
+    assert_eq!(step(&hpa, &mut state, 10, 10, t(0)).desired_replicas, 10);
     assert_eq!(step(&hpa, &mut state, 10, 2, t(300)).desired_replicas, 10);
     assert_eq!(step(&hpa, &mut state, 10, 2, t(301)).desired_replicas, 2);
+}
+
+#[test]
+fn legacy_zero_downscale_window_does_not_hold_the_current_count_on_first_reconcile() {
+    // `--horizontal-pod-autoscaler-downscale-stabilization=0s` and no behavior: the first
+    // reconcile of a freshly started controller scales down at once, as kube-controller-manager
+    // does (its initial record is older than the zero-width window).
+    let hpa = queue_hpa(1, 100, None);
+    let config = HpaConfig { downscale_stabilization: std::time::Duration::ZERO, ..HpaConfig::default() };
+    let mut metrics = FakeMetrics::default();
+    metrics.external.insert("queue".into(), vec![2000]);
+    let mut state = HpaState::new();
+    let d = reconcile_hpa(&hpa, &target(10), &[], &metrics, &config, &mut state, t(0));
+    assert_eq!((d.recommended_replicas, d.desired_replicas), (2, 2));
 }
 
 #[test]

@@ -292,3 +292,32 @@ fn container_resource_uses_one_container_and_its_request() {
         "the HPA was able to successfully calculate a replica count from cpu container resource utilization (percentage of request)"
     );
 }
+
+#[test]
+fn container_resource_skips_pods_whose_metrics_lack_the_container() {
+    // As current kube-controller-manager: p1's metrics lack `main` (it restarted), so p1 counts
+    // as a pod without metrics instead of failing the whole HPA. p0 alone is at 90 % of 45 %;
+    // with p1 assumed idle for a scale-up the average is 45 %: no change.
+    let list = arcs(vec![pod("p0", "1"), pod("p1", "1")]);
+    let usage = |containers: Vec<super::ContainerUsage>| super::PodResourceMetric {
+        containers,
+        timestamp: t(0),
+        window: std::time::Duration::from_secs(30),
+    };
+    let mut metrics = FakeMetrics::default();
+    metrics.resources.insert(
+        "cpu".into(),
+        [
+            ("p0".to_string(), usage(vec![super::ContainerUsage { name: "main".into(), value: Some(900) }])),
+            ("p1".to_string(), usage(vec![super::ContainerUsage { name: "sidecar".into(), value: Some(100) }])),
+        ]
+        .into(),
+    );
+    let container = hpa(
+        json!({"maxReplicas": 10, "behavior": no_stabilization(), "metrics": [{"type": "ContainerResource",
+        "containerResource": {"name": "cpu", "container": "main", "target": {"type": "Utilization", "averageUtilization": 45}}}]}),
+    );
+    let d = run(&container, 2, &list, &metrics, &mut HpaState::new(), t(0));
+    assert_eq!(condition(&d, "ScalingActive").0, "True", "{:?}", condition(&d, "ScalingActive"));
+    assert_eq!(d.recommended_replicas, 2);
+}

@@ -30,6 +30,9 @@ struct Fetched {
 pub struct KubeMetrics {
     client: Client,
     fetched: RwLock<Fetched>,
+    /// The `custom.metrics.k8s.io` version the API server serves (`v1beta2` preferred, as
+    /// kube-controller-manager), found by discovery once.
+    custom_version: RwLock<Option<&'static str>>,
 }
 
 /// `metric.selector` as the `labelSelector` query parameter.
@@ -65,7 +68,7 @@ fn encode(s: &str) -> String {
 
 impl KubeMetrics {
     pub fn new(client: Client) -> Self {
-        KubeMetrics { client, fetched: RwLock::new(Fetched::default()) }
+        KubeMetrics { client, fetched: RwLock::new(Fetched::default()), custom_version: RwLock::new(None) }
     }
 
     async fn get(&self, path: &str) -> Option<Value> {
@@ -77,6 +80,24 @@ impl KubeMetrics {
                 None
             }
         }
+    }
+
+    /// The custom metrics API version to ask: `v1beta2` when the server lists it, else `v1beta1`.
+    /// A failed discovery is not remembered, so a metrics adapter installed later is found.
+    async fn custom_metrics_version(&self) -> &'static str {
+        if let Some(version) = *self.custom_version.read().unwrap_or_else(|p| p.into_inner()) {
+            return version;
+        }
+        let Some(group) = self.get("/apis/custom.metrics.k8s.io").await else { return "v1beta1" };
+        let serves = |v: &str| {
+            group
+                .get("versions")
+                .and_then(Value::as_array)
+                .is_some_and(|versions| versions.iter().any(|e| e.get("version").and_then(Value::as_str) == Some(v)))
+        };
+        let version = if serves("v1beta2") { "v1beta2" } else { "v1beta1" };
+        *self.custom_version.write().unwrap_or_else(|p| p.into_inner()) = Some(version);
+        version
     }
 
     /// Fetches what the autoscalers of `view` will read.
@@ -149,9 +170,11 @@ impl KubeMetrics {
                 let _ = lists.add(&doc);
             }
         }
+        let custom =
+            if pods_metrics.is_empty() && objects.is_empty() { "v1beta1" } else { self.custom_metrics_version().await };
         for (namespace, metric, selector) in pods_metrics {
             let path = format!(
-                "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/*/{}?metricLabelSelector={}",
+                "/apis/custom.metrics.k8s.io/{custom}/namespaces/{namespace}/pods/*/{}?metricLabelSelector={}",
                 encode(&metric),
                 encode(&selector)
             );
@@ -161,7 +184,7 @@ impl KubeMetrics {
         }
         for (namespace, resource, name, metric, selector) in objects {
             let path = format!(
-                "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{}?metricLabelSelector={}",
+                "/apis/custom.metrics.k8s.io/{custom}/namespaces/{namespace}/{resource}/{name}/{}?metricLabelSelector={}",
                 encode(&metric),
                 encode(&selector)
             );

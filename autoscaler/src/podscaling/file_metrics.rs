@@ -58,6 +58,12 @@ fn time(v: &Value) -> Timestamp {
     v.get("timestamp").and_then(Value::as_str).and_then(|t| t.parse().ok()).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
+/// A custom metric value's name: `metricName` in `custom.metrics.k8s.io/v1beta1`,
+/// `metric.name` in `v1beta2`.
+fn custom_metric_name(item: &Value) -> &str {
+    item.get("metricName").or_else(|| item.pointer("/metric/name")).and_then(Value::as_str).unwrap_or("")
+}
+
 fn window(v: &Value) -> Duration {
     v.get("window")
         .and_then(Value::as_str)
@@ -119,7 +125,7 @@ impl MetricLists {
                         kind: field("kind"),
                         namespace: if field("namespace").is_empty() { "default".into() } else { field("namespace") },
                         name: field("name"),
-                        metric: item.get("metricName").and_then(Value::as_str).unwrap_or("").to_string(),
+                        metric: custom_metric_name(item).to_string(),
                         value: milli(item.get("value"), &format!("items[{i}].value"))?,
                         timestamp: time(item),
                         window: window(item),
@@ -252,5 +258,33 @@ impl MetricsSource for FileMetrics<'_> {
             )));
         }
         Ok(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn custom_metric_values_are_read_in_both_api_versions() {
+        let object = json!({"kind": "Service", "namespace": "web", "name": "front", "apiVersion": "v1"});
+        let v1beta1 = json!({"describedObject": object, "metricName": "rps", "timestamp": "2026-11-21T12:00:00Z",
+            "value": "150"});
+        let v1beta2 = json!({"describedObject": object, "metric": {"name": "rps"}, "timestamp": "2026-11-21T12:00:00Z",
+            "windowSeconds": 30, "value": "150"});
+        for item in [v1beta1, v1beta2] {
+            let mut lists = MetricLists::default();
+            assert!(lists.add(&json!({"kind": "MetricValueList", "items": [item]})).unwrap());
+            let metrics = FileMetrics { lists: &lists, pods: &[] };
+            let metric = MetricIdentifier { name: "rps".into(), selector: None };
+            let target = CrossVersionObjectReference {
+                kind: "Service".into(),
+                name: "front".into(),
+                api_version: Some("v1".into()),
+            };
+            assert_eq!(metrics.object_metric("web", &metric, &target).unwrap(), 150_000);
+        }
     }
 }

@@ -587,7 +587,7 @@ fn resource_replicas(
     if raw.is_empty() {
         return Err(format!("{}: no metrics returned from resource metrics API", describe()));
     }
-    let mut metrics = resource_usage(&raw, "", namespace).map_err(|e| format!("{}: {e}", describe()))?;
+    let mut metrics = resource_usage(&raw, "", namespace);
     if pods.is_empty() {
         return Err("no pods returned by selector while calculating replica count".into());
     }
