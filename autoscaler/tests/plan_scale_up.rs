@@ -275,16 +275,18 @@ fn gpu_pods_younger_than_thirty_seconds_put_scale_up_in_cooldown() {
 // Group sizes
 
 #[test]
-fn upcoming_nodes_absorb_pending_pods() {
-    // Target 3 with one registered node: two nodes are on their way and take the pods.
+fn missing_nodes_a_fresh_autoscaler_did_not_request_are_not_upcoming() {
+    // Target 3 with one registered node, and no scale-up request of this autoscaler's: upstream
+    // does not inject the two missing nodes as upcoming capacity (they might never come), so the
+    // pending pods still get a scale-up.
     let g = group("g", 0, 10, "4", "16Gi").set("targetSize", json!(3));
     let mut objects = full_node("g", "g-1");
     objects.push(replicaset("default", "web", 2));
     objects.extend(pending_pods("web", 2, "3", "1Gi"));
     let plan = plan(&objects, &[g], &[]);
-    assert_eq!(scale_up_result(&plan), "NotNeeded", "{plan:#}");
-    assert_eq!(pods_fit_existing(&plan).len(), 2);
-    assert_eq!(plan["cluster"]["nodeGroups"][0]["upcoming"], 2);
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["upcoming"], 0, "{plan:#}");
+    assert!(pods_fit_existing(&plan).is_empty(), "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("g", 2)], "{plan:#}");
 }
 
 #[test]
@@ -512,6 +514,25 @@ fn unhealthy_group_is_not_ready_for_scale_up() {
     let plan = plan(&objects, &groups, &[]);
     assert_eq!(plan["cluster"]["healthy"], true, "{plan:#}");
     assert_eq!(skipped_reasons(&plan, "sick"), vec!["not ready for scale-up"], "{plan:#}");
+    assert_eq!(increases(&plan), vec![inc("fine", 1)], "{plan:#}");
+}
+
+#[test]
+fn a_fresh_autoscaler_does_not_count_a_groups_missing_nodes_as_in_flight() {
+    // Upstream's expectation: target 5 with 1 registered node and no scale-up request of its own
+    // is 4 unjustified missing nodes (more than 3 and 45 % of 1): the group is unhealthy for
+    // scale-up, and its missing nodes are not injected as upcoming capacity.
+    let mut objects = full_node("short", "short-0");
+    for i in 0..2 {
+        objects.extend(full_node("fine", &format!("fine-{i}")).into_iter().filter(|o| o["kind"] != "ReplicaSet"));
+    }
+    objects.push(replicaset("default", "filler", 3));
+    objects.push(replicaset("default", "web", 1));
+    objects.extend(pending_pods("web", 1, "3", "1Gi"));
+    let short = group("short", 0, 10, "4", "16Gi").set_key("", "targetSize", json!(5));
+    let groups = [short, group("fine", 0, 10, "4", "16Gi")];
+    let plan = plan(&objects, &groups, &[]);
+    assert_eq!(skipped_reasons(&plan, "short"), vec!["not ready for scale-up"], "{plan:#}");
     assert_eq!(increases(&plan), vec![inc("fine", 1)], "{plan:#}");
 }
 

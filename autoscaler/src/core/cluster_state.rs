@@ -57,8 +57,8 @@ pub fn within_unready_tolerance(unready: usize, total: usize, options: &Autoscal
 }
 
 impl ClusterState {
-    /// Reads the state from one view of the cluster and the cloud, with nothing remembered:
-    /// every missing node of a group is assumed to be on its way.
+    /// Reads the state from one view of the cluster and the cloud, with nothing remembered: as a
+    /// freshly started autoscaler, no missing node of a group is assumed to be on its way.
     pub fn observe(view: &ClusterView, cloud: &CloudState, options: &AutoscalingOptions, now: Timestamp) -> Self {
         let mut state = ClusterState::default();
         for g in &cloud.groups {
@@ -90,13 +90,15 @@ impl ClusterState {
         for g in &cloud.groups {
             let gs = state.groups.get_mut(&g.id).expect("group registered above");
             gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains_key(&i.id)).count();
-            gs.upcoming = g.target_size.saturating_sub(gs.ready + gs.unready);
-            gs.scale_up_in_progress = gs.upcoming > 0;
+            // What a freshly started autoscaler knows: no scale-up is in flight (upstream counts
+            // upcoming nodes only for groups with a scale-up request of its own), so every node
+            // the target owes beyond the ready ones is unjustified. The control loop's registry
+            // refines this with the requests it made.
+            gs.upcoming = gs.not_started;
+            gs.scale_up_in_progress = false;
             let registered = gs.ready + gs.unready + gs.not_started;
-            // Acceptable minimum: the target minus what is still on its way.
-            let min_nodes = g.target_size.saturating_sub(gs.upcoming);
-            let unjustified_unready = min_nodes.saturating_sub(gs.ready);
-            gs.healthy = within_unready_tolerance(unjustified_unready, registered, options);
+            let unjustified_unready = g.target_size.saturating_sub(gs.ready);
+            gs.healthy = within_unready_tolerance(unjustified_unready, registered.max(1), options);
         }
         state.healthy = within_unready_tolerance(state.unready, state.ready + state.unready, options);
         state

@@ -12,7 +12,8 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::compose::{self, ComposeError, ProviderInputs};
 use crate::config::{AutoscalingOptions, ConfigError, DecisionFlags};
-use crate::core::{CloudState, ClusterState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::control::registry::Registry;
+use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
 use crate::podscaling::{AutoscalerReport, PodScaling, anticipated_pods, target_from_view};
 use cloudprovider::duration::format_go_duration;
@@ -103,7 +104,9 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
     let (provider, mut expander) = compose::compose(providers, &args.flags, &options, inputs, args.random_seed).await?;
     provider.refresh().await?;
     let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options.node_group_defaults).await?;
-    let state = ClusterState::observe(&view, &cloud, &options, now);
+    // The state a freshly started controller's first loop sees (no scale-up of its own in
+    // flight), through the same registry the loop uses.
+    let state = Registry::new(&options).update(&view, &cloud, &options, now).state;
     let memory = LoopMemory::for_plan();
     // The pod autoscalers run first in a loop (a freshly started controller's first
     // reconcile); their scale-ups are anticipated by the node autoscaler's decision.
