@@ -448,6 +448,7 @@ async fn events_are_core_v1_events_with_source_timestamps_and_count() {
         })
         .await
         .unwrap();
+    actions.events().flush(Duration::from_secs(10)).await;
     let events = server.list::<CoreEvent>();
     assert_eq!(events.len(), 2);
     let on_node = events.iter().find(|e| e.involved_object.kind.as_deref() == Some("Node")).unwrap();
@@ -468,16 +469,16 @@ async fn events_are_core_v1_events_with_source_timestamps_and_count() {
 }
 
 #[tokio::test]
-async fn identical_events_within_the_dedup_window_are_recorded_once() {
+async fn upstream_spam_filter_keeps_one_event_per_reason_and_object() {
     let server = FakeApiServer::start().await;
     let actions = actions(&server);
     actions.record_event(scale_down_event("m")).await.unwrap();
     actions.record_event(scale_down_event("m")).await.unwrap();
     actions.record_event(scale_down_event("other message")).await.unwrap();
-    let mut counts: Vec<(String, i32)> =
+    actions.events().flush(Duration::from_secs(10)).await;
+    let counts: Vec<(String, i32)> =
         server.list::<CoreEvent>().into_iter().map(|e| (e.message.unwrap(), e.count.unwrap())).collect();
-    counts.sort();
-    assert_eq!(counts, [("m".to_string(), 1), ("other message".to_string(), 1)]);
+    assert_eq!(counts, [("m".to_string(), 1)]);
 }
 
 #[tokio::test]
@@ -485,18 +486,43 @@ async fn record_duplicated_events_counts_repeats_on_one_event() {
     let server = FakeApiServer::start().await;
     let actions = KubeActions::with_options(
         clients(&server),
-        KubeActionsOptions { event_dedup_window: None, ..Default::default() },
+        KubeActionsOptions { record_duplicated_events: true, ..Default::default() },
     );
     actions.record_event(scale_down_event("m")).await.unwrap();
     actions.record_event(scale_down_event("m")).await.unwrap();
+    actions.events().flush(Duration::from_secs(10)).await;
     let events = server.list::<CoreEvent>();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].count, Some(2));
     // The Event expired on the server: the next repeat creates a new one.
     server.remove::<CoreEvent>(events[0].metadata.namespace.as_deref(), events[0].metadata.name.as_deref().unwrap());
     actions.record_event(scale_down_event("m")).await.unwrap();
+    actions.events().flush(Duration::from_secs(10)).await;
     let events = server.list::<CoreEvent>();
     assert_eq!((events.len(), events[0].count), (1, Some(1)));
+}
+
+#[tokio::test]
+async fn a_slow_api_server_never_holds_the_caller_and_a_full_queue_drops_events() {
+    // The API server takes 2 s to accept the first Event: recording 1,000 more returns at once,
+    // and what does not fit in the queue is counted as dropped.
+    let server = FakeApiServer::start().await;
+    server.inject_fault(Fault::slow("/api/v1/namespaces/default/events", Duration::from_secs(2)));
+    let actions = actions(&server);
+    let started = Instant::now();
+    for i in 0..1_200 {
+        let event = Event {
+            object: ObjectRef::pod("default", &format!("web-{i}")),
+            event_type: EventType::Normal,
+            reason: "NotTriggerScaleUp".into(),
+            message: "pod didn't trigger scale-up".into(),
+        };
+        actions.record_event(event).await.unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(1), "recording waited on the API server: {:?}", started.elapsed());
+    assert!(actions.events().dropped() >= 1_200 - autoscaler::kube_adapter::EVENT_QUEUE_LENGTH as u64 - 1);
+    actions.events().flush(Duration::from_secs(30)).await;
+    assert!(server.list::<CoreEvent>().len() >= autoscaler::kube_adapter::EVENT_QUEUE_LENGTH - 1);
 }
 
 #[tokio::test]
@@ -582,4 +608,42 @@ async fn wpas_are_watched_only_when_discovery_finds_the_crd_and_their_status_is_
     .await;
     // The spec is untouched by a status write.
     assert_eq!(cluster.snapshot().wpas[0].spec.max_replicas, 5);
+}
+
+#[tokio::test]
+async fn custom_metrics_are_read_in_the_v1beta2_shape_when_the_server_serves_it() {
+    use autoscaler::core::ClusterView;
+    use autoscaler::hpa::MetricsSource;
+    use autoscaler::kube_adapter::KubeMetrics;
+    use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler, MetricIdentifier};
+
+    let server = FakeApiServer::start().await;
+    server.serve_document(
+        "/apis/custom.metrics.k8s.io",
+        serde_json::json!({"kind": "APIGroup", "apiVersion": "v1", "name": "custom.metrics.k8s.io",
+            "versions": [{"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"},
+                         {"groupVersion": "custom.metrics.k8s.io/v1beta1", "version": "v1beta1"}],
+            "preferredVersion": {"groupVersion": "custom.metrics.k8s.io/v1beta2", "version": "v1beta2"}}),
+    );
+    server.serve_document(
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/services/front/requests",
+        serde_json::json!({"kind": "MetricValueList", "apiVersion": "custom.metrics.k8s.io/v1beta2", "items": [{
+            "describedObject": {"kind": "Service", "namespace": "web", "name": "front", "apiVersion": "/v1"},
+            "metric": {"name": "requests"}, "timestamp": "2026-11-21T12:00:00Z", "windowSeconds": 60,
+            "value": "250"}]}),
+    );
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({
+        "metadata": {"namespace": "web", "name": "front"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "front"}, "maxReplicas": 5,
+            "metrics": [{"type": "Object", "object": {"metric": {"name": "requests"},
+                "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "front"},
+                "target": {"type": "Value", "value": "100"}}}]}}))
+    .unwrap();
+    let view = ClusterView { hpas: vec![std::sync::Arc::new(hpa)], ..Default::default() };
+    let metrics = KubeMetrics::new(server.client());
+    metrics.refresh(&view).await;
+    let identifier = MetricIdentifier { name: "requests".into(), selector: None };
+    let object =
+        CrossVersionObjectReference { api_version: Some("v1".into()), kind: "Service".into(), name: "front".into() };
+    assert_eq!(metrics.object_metric("web", &identifier, &object).unwrap(), 250_000);
 }

@@ -2,28 +2,22 @@
 //! ConfigMap and Events.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use ::kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, EventSource, Node, ObjectReference, Pod, Taint};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Taint};
 use k8s_openapi::api::policy::v1::Eviction;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Time};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
 use serde_json::json;
 
 use super::client::KubeClients;
 use super::errors::{api_status, port_error};
-use super::events::{DEFAULT_EVENT_DEDUP_WINDOW, EventAction, EventKey, EventMemory, Recorded};
+use super::events::{CorrelatorOptions, EventRecorder};
 use crate::ports::{ClusterActions, Event, EvictionError, PortError, Scale, ScaleTarget};
 
 /// The annotation of the status ConfigMap that holds the time of the last write.
 pub const STATUS_LAST_UPDATED_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/last-updated";
-
-/// The component name Events are reported under.
-pub const EVENT_SOURCE_COMPONENT: &str = "cluster-autoscaler";
 
 /// Options of [`KubeActions`]; the defaults are upstream's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,9 +28,11 @@ pub struct KubeActionsOptions {
     pub conflict_retry_deadline: Duration,
     /// Bound on one eviction call; past it the eviction fails (and is retried by the caller).
     pub eviction_timeout: Duration,
-    /// Identical Events within this window are dropped; `None` records them all
-    /// (`--record-duplicated-events`). Upstream: 5 minutes.
-    pub event_dedup_window: Option<Duration>,
+    /// `--record-duplicated-events`: client-go's default event correlation instead of upstream's
+    /// stricter spam filter (see `events`).
+    pub record_duplicated_events: bool,
+    /// The status ConfigMap (`namespace`, `name`), whose events upstream keeps per message.
+    pub status_config_map: (String, String),
     /// `reportingInstance` of Events (upstream: the host name).
     pub reporting_instance: Option<String>,
 }
@@ -47,7 +43,8 @@ impl Default for KubeActionsOptions {
             conflict_retry_interval: Duration::from_millis(750),
             conflict_retry_deadline: Duration::from_secs(5),
             eviction_timeout: Duration::from_secs(30),
-            event_dedup_window: Some(DEFAULT_EVENT_DEDUP_WINDOW),
+            record_duplicated_events: false,
+            status_config_map: ("kube-system".into(), "cluster-autoscaler-status".into()),
             reporting_instance: std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()),
         }
     }
@@ -57,9 +54,8 @@ impl Default for KubeActionsOptions {
 pub struct KubeActions {
     clients: KubeClients,
     options: KubeActionsOptions,
-    events: Mutex<EventMemory>,
-    /// Makes Event names unique even for two events in one nanosecond.
-    last_event_suffix: AtomicI64,
+    /// Events are written off the loop.
+    events: EventRecorder,
 }
 
 impl KubeActions {
@@ -78,13 +74,21 @@ impl KubeActions {
         }
     }
 
+    /// Must be called on a tokio runtime: it starts the event writer.
     pub fn with_options(clients: KubeClients, options: KubeActionsOptions) -> KubeActions {
-        KubeActions {
-            clients,
-            options,
-            events: Mutex::new(EventMemory::default()),
-            last_event_suffix: AtomicI64::new(0),
-        }
+        let (namespace, name) = &options.status_config_map;
+        let correlation = if options.record_duplicated_events {
+            CorrelatorOptions::client_go_defaults(namespace, name)
+        } else {
+            CorrelatorOptions::upstream(namespace, name)
+        };
+        let events = EventRecorder::start(clients.clone(), options.reporting_instance.clone(), correlation);
+        KubeActions { clients, options, events }
+    }
+
+    /// The event pipeline (its drop count, and flushing at shutdown or in tests).
+    pub fn events(&self) -> &EventRecorder {
+        &self.events
     }
 
     fn nodes(&self) -> Api<Node> {
@@ -132,63 +136,6 @@ impl KubeActions {
         let (group, version) = target.api_version.split_once('/').unwrap_or(("", target.api_version.as_str()));
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &target.kind));
         Ok(Api::namespaced_with(self.clients.client.clone(), &target.namespace, &resource))
-    }
-
-    fn next_event_name(&self, object_name: &str) -> String {
-        // client-go names Events `<object>.<unix nanoseconds in hex>`; strictly increasing here.
-        let now = i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX);
-        let next = |previous: i64| previous.max(now - 1) + 1;
-        let previous = self
-            .last_event_suffix
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |p| Some(next(p)))
-            .unwrap_or_else(|p| p);
-        let suffix = next(previous);
-        format!("{object_name}.{suffix:x}")
-    }
-
-    async fn create_event(&self, event: &Event) -> Result<Recorded, PortError> {
-        // Events about cluster-scoped objects go to `default`, as client-go's recorder does.
-        let namespace = event.object.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into());
-        let name = self.next_event_name(&event.object.name);
-        let now = Time(Timestamp::now());
-        let body = CoreEvent {
-            metadata: ObjectMeta { name: Some(name.clone()), namespace: Some(namespace.clone()), ..Default::default() },
-            involved_object: ObjectReference {
-                api_version: Some(event.object.api_version.clone()),
-                kind: Some(event.object.kind.clone()),
-                namespace: event.object.namespace.clone(),
-                name: Some(event.object.name.clone()),
-                ..Default::default()
-            },
-            reason: Some(event.reason.clone()),
-            message: Some(event.message.clone()),
-            type_: Some(event.event_type.as_str().into()),
-            source: Some(EventSource { component: Some(EVENT_SOURCE_COMPONENT.into()), host: None }),
-            first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
-            count: Some(1),
-            reporting_component: Some(EVENT_SOURCE_COMPONENT.into()),
-            reporting_instance: self.options.reporting_instance.clone(),
-            ..Default::default()
-        };
-        let api: Api<CoreEvent> = Api::namespaced(self.clients.client.clone(), &namespace);
-        api.create(&PostParams::default(), &body).await.map_err(|e| port_error(e, "Event", &name))?;
-        Ok(Recorded { namespace, name, count: 1, at: Instant::now() })
-    }
-
-    /// Raises an existing Event's count; `Ok(None)` when it is gone.
-    async fn bump_event(&self, namespace: &str, name: &str, count: i32) -> Result<Option<Recorded>, PortError> {
-        let api: Api<CoreEvent> = Api::namespaced(self.clients.client.clone(), namespace);
-        let patch = json!({"count": count, "lastTimestamp": Time(Timestamp::now())});
-        match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => Ok(Some(Recorded { namespace: namespace.into(), name: name.into(), count, at: Instant::now() })),
-            Err(e) if api_status(&e) == Some(404) => Ok(None),
-            Err(e) => Err(port_error(e, "Event", name)),
-        }
-    }
-
-    fn event_memory(&self) -> std::sync::MutexGuard<'_, EventMemory> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -361,22 +308,9 @@ impl ClusterActions for KubeActions {
         Ok(())
     }
 
+    /// Queued for the event writer: the loop never waits on the API server for an event.
     async fn record_event(&self, event: Event) -> Result<(), PortError> {
-        let key = EventKey::of(&event);
-        let action = self.event_memory().decide(&key, Instant::now(), self.options.event_dedup_window);
-        let recorded = match action {
-            EventAction::Skip => return Ok(()),
-            EventAction::Create => self.create_event(&event).await?,
-            EventAction::Bump { namespace, name, count } => match self.bump_event(&namespace, &name, count).await? {
-                Some(recorded) => recorded,
-                // The Event expired on the server (its TTL is an hour): start a new one.
-                None => {
-                    self.event_memory().forget(&key);
-                    self.create_event(&event).await?
-                }
-            },
-        };
-        self.event_memory().remember(key, recorded);
+        self.events.record(event);
         Ok(())
     }
 }

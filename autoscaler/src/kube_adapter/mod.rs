@@ -24,9 +24,9 @@ mod rate_limit;
 mod reader;
 mod wpa;
 
-pub use actions::{EVENT_SOURCE_COMPONENT, KubeActions, KubeActionsOptions, STATUS_LAST_UPDATED_ANNOTATION};
+pub use actions::{KubeActions, KubeActionsOptions, STATUS_LAST_UPDATED_ANNOTATION};
 pub use client::{KubeClientError, KubeClientOptions, KubeClients, load_config};
-pub use events::DEFAULT_EVENT_DEDUP_WINDOW;
+pub use events::{EVENT_QUEUE_LENGTH, EVENT_SOURCE_COMPONENT, EventRecorder};
 pub use metrics::KubeMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
 pub use reader::{KubeCluster, KubeClusterOptions};

@@ -203,9 +203,16 @@ pub(crate) async fn handle(
         Route::Resource(t) => verb_of(&method, t, &params),
         _ => (method == Method::GET).then_some(Verb::Get),
     };
-    let fault = shared.lock().take_fault(verb, &path);
-    let response = if let Some(f) = fault {
-        failure(f.status, &f.message)
+    let mut fault = shared.lock().take_fault(verb, &path);
+    if let Some(delay) = fault.as_ref().and_then(|f| f.delay) {
+        tokio::time::sleep(delay).await;
+    }
+    let failed = fault.take().and_then(|f| f.status.map(|status| (status, f.message)));
+    let document = (method == Method::GET).then(|| shared.lock().documents.get(&path).cloned()).flatten();
+    let response = if let Some((status, message)) = failed {
+        failure(status, &message)
+    } else if let Some(doc) = document {
+        json_response(StatusCode::OK, &doc)
     } else {
         match routed {
             Route::Discovery(doc) if method == Method::GET => json_response(StatusCode::OK, &doc),

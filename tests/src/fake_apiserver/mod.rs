@@ -68,6 +68,7 @@
 //!   (JSON with `apiVersion` and `kind`), [`FakeApiServer::get`], [`FakeApiServer::list`],
 //!   [`FakeApiServer::modify`] (an out-of-band write, as another client would make),
 //!   [`FakeApiServer::remove`]; each notifies watches like an API write.
+//! - Aggregated APIs: [`FakeApiServer::serve_document`] (a fixed JSON answer to `GET <path>`).
 //! - Faults: [`FakeApiServer::inject_fault`] with a [`Fault`] (the next N requests of a verb to an
 //!   exact path answer a status, e.g. `500`, `503`, `409`); [`FakeApiServer::clear_faults`].
 //! - Watches: [`FakeApiServer::expire_watches`] (compaction: open watches get `410 Gone` and
@@ -292,6 +293,19 @@ impl FakeApiServer {
         if fault.times > 0 {
             self.shared.lock().faults.push(fault);
         }
+    }
+
+    /// Answers `GET path` (whatever the query) with `document` from now on: an aggregated API the
+    /// server does not model, such as `/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods` or the
+    /// discovery document `/apis/custom.metrics.k8s.io`.
+    pub fn serve_document(&self, path: &str, document: Value) {
+        self.shared.lock().documents.insert(path.to_string(), document);
+    }
+
+    /// The injected faults not used up yet (a fault is taken when its request arrives, even if
+    /// the client gives up before the answer).
+    pub fn pending_faults(&self) -> Vec<Fault> {
+        self.shared.lock().faults.clone()
     }
 
     pub fn clear_faults(&self) {

@@ -57,20 +57,35 @@ pub enum Verb {
 }
 
 /// An injected failure: the next `times` requests matching `verb` (any when `None`) and `path`
-/// (exact, without the query) answer `status` instead of being served.
+/// (exact, without the query) answer `status` instead of being served — after `delay` when set.
+/// A slow answer ([`Fault::slow`]) has no status: it is served normally after the delay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fault {
     pub verb: Option<Verb>,
     pub path: String,
-    pub status: u16,
+    /// `None`: serve the request normally (after `delay`).
+    pub status: Option<u16>,
     pub times: usize,
     pub message: String,
+    pub delay: Option<std::time::Duration>,
 }
 
 impl Fault {
     /// One failure with `status` for any request to `path`.
     pub fn new(path: impl Into<String>, status: u16) -> Self {
-        Fault { verb: None, path: path.into(), status, times: 1, message: format!("injected failure (HTTP {status})") }
+        Fault {
+            verb: None,
+            path: path.into(),
+            status: Some(status),
+            times: 1,
+            message: format!("injected failure (HTTP {status})"),
+            delay: None,
+        }
+    }
+
+    /// One request to `path` served normally, but only after `delay`.
+    pub fn slow(path: impl Into<String>, delay: std::time::Duration) -> Self {
+        Fault { verb: None, path: path.into(), status: None, times: 1, message: String::new(), delay: Some(delay) }
     }
 
     pub fn verb(mut self, verb: Verb) -> Self {
@@ -117,6 +132,9 @@ pub(crate) struct State {
     pub faults: Vec<Fault>,
     pub requests: Vec<RequestRecord>,
     pub evictions: Vec<EvictionRecord>,
+    /// Fixed answers to `GET <path>` (any query), for aggregated APIs the server does not model
+    /// (the metrics APIs and their discovery).
+    pub documents: HashMap<String, Value>,
     uid_counter: u64,
 }
 
@@ -162,6 +180,7 @@ impl Shared {
                 faults: Vec::new(),
                 requests: Vec::new(),
                 evictions: Vec::new(),
+                documents: HashMap::new(),
                 uid_counter: 0,
             }),
             notices,
