@@ -21,10 +21,11 @@ use crate::compose::{self, ProviderInputs};
 use crate::config::{AutoscalingOptions, DecisionFlags};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::kube_adapter::{
-    DEFAULT_EVENT_DEDUP_WINDOW, KubeActions, KubeActionsOptions, KubeClientOptions, KubeClients, KubeCluster,
-    KubeClusterOptions, KubeMetrics, wpa_crd_installed,
+    KubeActions, KubeActionsOptions, KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions, KubeMetrics,
+    wpa_crd_installed,
 };
 use crate::leader::{LeaderElector, LeaseConfig, default_identity};
+use crate::podscaling::PodAutoscalerMode;
 use crate::ports::{ClusterReader, SystemClock};
 use crate::serve::{
     Function, HealthCheck, HealthCheckConfig, HttpServer, Metrics, TRANSIENT_ERROR, cluster_resources, parse_address,
@@ -117,6 +118,17 @@ pub struct RunArgs {
 
     #[arg(long = "logging-format", value_enum, default_value = "text")]
     pub logging_format: LoggingFormat,
+
+    /// What the embedded loop does with HorizontalPodAutoscalers: `recommend` (compute their
+    /// recommendations for HPA-aware scale-up and /metrics, write nothing: kube-controller-manager
+    /// acts on them), `act` (write /scale, HPA status and events, for clusters whose
+    /// kube-controller-manager runs without its HPA controller) or `off`.
+    #[arg(long = "horizontal-pod-autoscaler-mode", value_enum, default_value = "recommend")]
+    pub hpa_mode: PodAutoscalerMode,
+
+    /// The same for WatermarkPodAutoscalers, which nothing else reconciles: `act` by default.
+    #[arg(long = "watermark-pod-autoscaler-mode", value_enum, default_value = "act")]
+    pub wpa_mode: PodAutoscalerMode,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -190,7 +202,9 @@ fn identity() -> Result<String, RunError> {
 /// Runs the controller until SIGTERM / SIGINT or the loss of the Lease, with the cloud provider
 /// `--cloud-provider` names among `providers`.
 pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunError> {
-    let options = AutoscalingOptions::from_flags(&args.flags).map_err(|e| RunError::Config(e.to_string()))?;
+    let mut options = AutoscalingOptions::from_flags(&args.flags).map_err(|e| RunError::Config(e.to_string()))?;
+    options.hpa_mode = args.hpa_mode;
+    options.wpa_mode = args.wpa_mode;
     if args.leader_elect_resource_lock != "leases" {
         return Err(RunError::Config(format!(
             "--leader-elect-resource-lock={}: only leases is supported",
@@ -272,7 +286,8 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     let actions = Arc::new(KubeActions::with_options(
         clients.clone(),
         KubeActionsOptions {
-            event_dedup_window: if args.record_duplicated_events { None } else { Some(DEFAULT_EVENT_DEDUP_WINDOW) },
+            record_duplicated_events: args.record_duplicated_events,
+            status_config_map: (options.namespace.clone(), options.status_config_map_name.clone()),
             ..Default::default()
         },
     ));
@@ -328,25 +343,24 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 tokio::time::Instant::now() + Duration::from_secs_f64(wait)
             })
             .unwrap_or(next_loop);
-        let lost = async {
-            match election.as_mut() {
-                Some(handle) => {
-                    let _ = handle.is_leader.wait_for(|l| !*l).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
         tokio::select! {
             _ = &mut shutdown => break Ok(()),
-            _ = lost => break Err(RunError::Runtime("lost the leader Lease; stopping".into())),
+            _ = leadership_lost(&mut election) => break Err(lost_lease()),
             _ = tokio::time::sleep_until(next_loop.min(next_sync)) => {}
         }
         let now = tokio::time::Instant::now();
         if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| Timestamp::now() >= t) {
             if let Ok(view) = cluster.view().await {
-                kube_metrics.refresh(&view).await;
+                kube_metrics.refresh(&autoscaler.pod_autoscaler_view(view)).await;
             }
-            match autoscaler.sync_pod_autoscalers().await {
+            // Losing the Lease cancels the sync at its next await: no write after the loss.
+            let synced = tokio::select! {
+                biased;
+                _ = leadership_lost(&mut election) => None,
+                synced = autoscaler.sync_pod_autoscalers() => Some(synced),
+            };
+            let Some(synced) = synced else { break Err(lost_lease()) };
+            match synced {
                 Ok(report) => {
                     metrics.record_pod_autoscaling(&report);
                     for (name, target, from, to) in &report.rescaled {
@@ -366,7 +380,15 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         let started = std::time::Instant::now();
         health.record_activity(started_at);
         metrics.set_last_activity(Function::Main, started_at);
-        match autoscaler.run_once().await {
+        // Losing the Lease cancels the iteration at its next await, before its next write
+        // (taint, eviction, DeleteNodes, /scale, status): the process then exits.
+        let ran = tokio::select! {
+            biased;
+            _ = leadership_lost(&mut election) => None,
+            ran = autoscaler.run_once() => Some(ran),
+        };
+        let Some(ran) = ran else { break Err(lost_lease()) };
+        match ran {
             Ok(report) => {
                 if let Some(state) = &report.cluster_state {
                     metrics.record_loop(&report, state, started.elapsed());
@@ -392,8 +414,14 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
             }
         }
     };
-    // Exit as upstream's clean-up: the status ConfigMap goes; then the Lease is released and
-    // the server stops.
+    // Exit as upstream's clean-up: the events queued so far get a moment to be written, the
+    // status ConfigMap goes; then the Lease is released and the server stops. After losing the
+    // Lease nothing more is written.
+    if result.is_ok() {
+        actions.events().flush(Duration::from_secs(1)).await;
+    } else {
+        actions.events().stop();
+    }
     if options.write_status_configmap
         && result.is_ok()
         && let Err(error) = actions.delete_status(&options.namespace, &options.status_config_map_name).await
@@ -410,6 +438,20 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     let _ = server.await;
     cluster.stop();
     result
+}
+
+/// Resolves when this process stops being the leader (never without leader election).
+async fn leadership_lost(election: &mut Option<crate::leader::LeaderHandle>) {
+    match election.as_mut() {
+        Some(handle) => {
+            let _ = handle.is_leader.wait_for(|leading| !*leading).await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+fn lost_lease() -> RunError {
+    RunError::Runtime("lost the leader Lease; stopping".into())
 }
 
 fn compose_error(error: compose::ComposeError) -> RunError {

@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use tests::controller::{Controller, free_port, http_get};
 use tests::eventually;
-use tests::fake_apiserver::{FakeApiServer, Verb};
+use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
 
 /// The memory provider's node group, in the scenario `nodeGroups` format: 4-cpu nodes, one at
 /// start, at most three.
@@ -342,9 +342,61 @@ async fn a_second_replica_waits_for_the_lease_and_takes_over_when_the_leader_sto
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource() {
+async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     let server = FakeApiServer::start().await;
-    let dir = workdir(&server, "hpa");
+    let dir = workdir(&server, "lease-loss");
+    // Two nodes with taints a previous run left: the first iteration removes them one node at a
+    // time (read, then write), and the API server is slow to answer the first read of each.
+    for name in ["a", "b"] {
+        server
+            .seed_value(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "spec": {"unschedulable": true, "taints": [
+                    {"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}]}}))
+            .unwrap();
+        server.inject_fault(Fault::slow(format!("/api/v1/nodes/{name}"), Duration::from_secs(8)));
+    }
+    // The Lease is created, then every renewal fails: leadership ends after the renew deadline,
+    // while the iteration waits on node a.
+    server.inject_fault(Fault::new(LEASE_PATH, 500).verb(Verb::Update).times(1_000_000));
+    let mut args = flags(&dir, free_port(), &[]);
+    args.retain(|a| a != "--leader-elect=false" && a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
+    args.extend(
+        [
+            "--leader-elect=true",
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=200ms",
+            "--cloud-provider=static",
+            "--nodes=0:3:pool",
+        ]
+        .map(String::from),
+    );
+    let mut controller = Controller::start(&dir, "lease-loss", &args);
+    let status = controller.wait_exit(Duration::from_secs(30)).await;
+    let log = controller.log();
+    assert_eq!(status.code(), Some(1), "log:\n{log}");
+    assert!(log.contains("lost the leader Lease"), "log:\n{log}");
+    // The iteration was cancelled while it waited on its first node: that read arrived (its slow
+    // fault is used up), the second node was never read, and neither was written.
+    let slow_left: Vec<String> =
+        server.pending_faults().into_iter().filter(|f| f.path.starts_with("/api/v1/nodes/")).map(|f| f.path).collect();
+    assert_eq!(slow_left.len(), 1, "exactly one node was read: {slow_left:?}");
+    let writes: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/api/v1/nodes/") && r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(writes.is_empty(), "nodes written after the loss: {writes:?}");
+    for name in ["a", "b"] {
+        let node = server.get::<Node>(None, name).unwrap();
+        assert!(node.spec.unwrap().taints.unwrap().iter().any(|t| t.key == "ToBeDeletedByClusterAutoscaler"));
+    }
+    assert!(server.get::<ConfigMap>(Some("kube-system"), STATUS).is_none(), "no status after the loss");
+}
+
+/// A Deployment `web` of one replica and an HPA on it with minReplicas 3.
+fn seed_web_with_hpa(server: &FakeApiServer) {
     let labels = [("app", "web")];
     server.seed(&Deployment {
         metadata: meta("default", "web", &labels),
@@ -388,7 +440,15 @@ async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource() 
         }),
         ..Default::default()
     });
-    let _controller = Controller::start(&dir, "controller", &flags(&dir, free_port(), &[]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource_when_told_to_act() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "hpa");
+    seed_web_with_hpa(&server);
+    let args = flags(&dir, free_port(), &["--horizontal-pod-autoscaler-mode=act"]);
+    let _controller = Controller::start(&dir, "controller", &args);
 
     // Below minReplicas: the HPA raises the Deployment to 3 without needing metrics.
     eventually("the Deployment scaled to minReplicas", || async {
@@ -405,4 +465,35 @@ async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource() 
         (desired == 3 && rescaled).then_some(())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_the_embedded_hpa_recommends_and_never_fights_kube_controller_manager() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "hpa-recommend");
+    seed_web_with_hpa(&server);
+    let port = free_port();
+    let _controller = Controller::start(&dir, "controller", &flags(&dir, port, &[]));
+
+    // The HPA is reconciled (its recommendation shows in /metrics) ...
+    eventually("the HPA counted in /metrics", || async {
+        let (_, body) = http_get(&format!("127.0.0.1:{port}"), "/metrics")?;
+        body.contains("cluster_autoscaler_pod_autoscalers_count{kind=\"HorizontalPodAutoscaler\"} 1").then_some(())
+    })
+    .await;
+    // ... for a few more syncs, and nothing is written for it: kube-controller-manager owns it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let hpa_path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web";
+    let writes: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .filter(|r| r.path.contains("/deployments/web") || r.path.starts_with(hpa_path))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(writes.is_empty(), "the recommending HPA wrote: {writes:?}");
+    let replicas = server.get::<Deployment>(Some("default"), "web").and_then(|d| d.spec).and_then(|s| s.replicas);
+    assert_eq!(replicas, Some(1));
+    assert!(server.get::<HorizontalPodAutoscaler>(Some("default"), "web").unwrap().status.is_none());
+    assert!(event_reasons(&server, "HorizontalPodAutoscaler", "web").is_empty());
 }

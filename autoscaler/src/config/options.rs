@@ -91,6 +91,10 @@ pub struct AutoscalingOptions {
     pub force_delete_unregistered_nodes: bool,
     pub hpa: crate::hpa::HpaConfig,
     pub hpa_aware_scale_up: bool,
+    /// What the loop does with HorizontalPodAutoscalers and WatermarkPodAutoscalers (the
+    /// controller's flags; `simulate` acts, as the only controller of its world).
+    pub hpa_mode: crate::podscaling::PodAutoscalerMode,
+    pub wpa_mode: crate::podscaling::PodAutoscalerMode,
 }
 
 impl Default for AutoscalingOptions {
@@ -156,6 +160,8 @@ impl Default for AutoscalingOptions {
             force_delete_unregistered_nodes: false,
             hpa: crate::hpa::HpaConfig::default(),
             hpa_aware_scale_up: true,
+            hpa_mode: crate::podscaling::PodAutoscalerMode::Act,
+            wpa_mode: crate::podscaling::PodAutoscalerMode::Act,
         }
     }
 }
@@ -305,6 +311,7 @@ impl AutoscalingOptions {
                 sync_period: f.hpa_sync_period,
             },
             hpa_aware_scale_up: f.hpa_aware_scale_up,
+            ..AutoscalingOptions::default()
         })
     }
 

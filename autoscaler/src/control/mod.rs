@@ -31,7 +31,9 @@ use crate::config::AutoscalingOptions;
 use crate::core::plan::{GroupIncrease, Plan, ScaleUpResult};
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::hpa::MetricsSource;
-use crate::podscaling::{AutoscalerReport, PodScaling, TargetState, anticipated_pods, target_from_view};
+use crate::podscaling::{
+    AutoscalerReport, PodAutoscalerMode, PodScaling, TargetState, anticipated_pods, target_from_view,
+};
 use crate::ports::ScaleTarget;
 use crate::ports::{Clock, ClusterActions, ClusterReader, Event, EventType, ObjectRef, PortError};
 
@@ -190,7 +192,7 @@ impl Autoscaler {
         let Some(metrics) = self.metrics.clone() else { return Ok(report) };
         self.next_pod_sync =
             Some(now + k8s_openapi::jiff::SignedDuration::try_from(self.options.hpa.sync_period).unwrap_or_default());
-        let view = self.reader.view().await?;
+        let view = self.pod_autoscaler_view(self.reader.view().await?);
         self.pod_scaling.retain(&view);
         // Targets the view does not describe are read through their /scale subresource.
         let mut extra: BTreeMap<(String, String, String), TargetState> = BTreeMap::new();
@@ -241,6 +243,20 @@ impl Autoscaler {
         for mut a in autoscalers {
             let (namespace, name) =
                 a.name.split_once('/').map(|(n, m)| (n.to_string(), m.to_string())).unwrap_or_default();
+            let mode = if a.kind == "HorizontalPodAutoscaler" { self.options.hpa_mode } else { self.options.wpa_mode };
+            if !mode.acts() {
+                // Recommendations only: another controller (kube-controller-manager) acts on
+                // them. The scale-up it will make is still anticipated for the node autoscaler.
+                if let Some(rescale) = a.rescale.as_ref().filter(|r| r.to > a.current_replicas)
+                    && self.options.hpa_aware_scale_up
+                {
+                    let pods = anticipated_pods(rescale, now);
+                    report.anticipated += pods.len();
+                    self.anticipated.extend(pods);
+                }
+                report.autoscalers.push(a);
+                continue;
+            }
             if let Some(rescale) = a.rescale.clone() {
                 match self.actions.set_scale(&rescale.target.target, rescale.to).await {
                     Ok(()) => {
@@ -284,6 +300,17 @@ impl Autoscaler {
         }
         self.pod_scaling.rescales_done();
         Ok(report)
+    }
+
+    /// `view` without the pod autoscalers whose mode is `off`.
+    pub fn pod_autoscaler_view(&self, mut view: ClusterView) -> ClusterView {
+        if self.options.hpa_mode == PodAutoscalerMode::Off {
+            view.hpas.clear();
+        }
+        if self.options.wpa_mode == PodAutoscalerMode::Off {
+            view.wpas.clear();
+        }
+        view
     }
 
     pub fn options(&self) -> &AutoscalingOptions {

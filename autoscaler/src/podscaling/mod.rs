@@ -25,6 +25,28 @@ use crate::hpa::wpa::{WatermarkPodAutoscalerStatus, WpaDecision, WpaState, recon
 use crate::hpa::{HpaConfig, HpaEvent, HpaState, MetricsSource, ScaleTarget as HpaScale, reconcile_hpa};
 use crate::ports::ScaleTarget;
 
+/// What the embedded loop does with one kind of pod autoscaler
+/// (`--horizontal-pod-autoscaler-mode`, `--watermark-pod-autoscaler-mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodAutoscalerMode {
+    /// Reconcile and act: write `/scale`, the autoscaler's status and its events (when nothing
+    /// else reconciles these objects: WPAs, or HPAs on clusters whose kube-controller-manager
+    /// runs without its HPA controller).
+    Act,
+    /// Compute the recommendations only, for HPA-aware scale-up, `/metrics` and reports; write
+    /// nothing (every cluster's kube-controller-manager already acts on HPAs).
+    Recommend,
+    /// Ignore these objects.
+    Off,
+}
+
+impl PodAutoscalerMode {
+    pub fn acts(self) -> bool {
+        self == PodAutoscalerMode::Act
+    }
+}
+
 /// Annotation on pods the node autoscaler anticipates (they do not exist yet).
 pub const ANTICIPATED_ANNOTATION: &str = "cluster-autoscaler.rs/anticipated-by";
 

@@ -17,8 +17,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, ExternalMetricSource, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
-    HorizontalPodAutoscalerStatus, MetricIdentifier, MetricSpec, MetricTarget, ObjectMetricSource, PodsMetricSource,
-    ResourceMetricSource,
+    MetricIdentifier, MetricSpec, MetricTarget, ObjectMetricSource, PodsMetricSource, ResourceMetricSource,
 };
 use k8s_openapi::api::core::v1::{
     ConfigMap, Node, Pod, PodSpec, PodStatus, ReplicationController, ReplicationControllerSpec, Taint,
@@ -207,7 +206,7 @@ async fn record() -> Vec<RequestRecord> {
         clients.clone(),
         KubeActionsOptions {
             conflict_retry_interval: Duration::from_millis(10),
-            event_dedup_window: None,
+            record_duplicated_events: true,
             ..Default::default()
         },
     );
@@ -231,8 +230,6 @@ async fn record() -> Vec<RequestRecord> {
         let scale = actions.get_scale(&target).await.unwrap();
         actions.set_scale(&target, scale.spec_replicas + 1).await.unwrap();
     }
-    let status = HorizontalPodAutoscalerStatus { current_replicas: Some(2), desired_replicas: 3, ..Default::default() };
-    actions.update_hpa_status("default", "web", status).await.unwrap();
     let status = WatermarkPodAutoscalerStatus { current_replicas: 2, desired_replicas: 3, ..Default::default() };
     actions.update_wpa_status("default", "web", status).await.unwrap();
     for text in ["autoscalerStatus: Initializing\n", "autoscalerStatus: Running\n"] {
@@ -253,6 +250,7 @@ async fn record() -> Vec<RequestRecord> {
         message: "m".into(),
     };
     actions.record_event(on_config_map).await.unwrap();
+    actions.events().flush(Duration::from_secs(10)).await;
 
     // Leader election as the controller runs it (`--leader-elect`, the Lease client): acquire
     // the missing Lease, then release it on shutdown.

@@ -133,6 +133,14 @@ fn rendered_args(values: &Value, namespace: &str) -> Vec<String> {
     args.push(format!("--namespace={namespace}"));
     args.push(format!("--address=:{}", printed(&values["service"]["port"], "service.port")));
     args.push(format!("--leader-elect={}", printed(&values["leaderElect"], "leaderElect")));
+    args.push(format!(
+        "--horizontal-pod-autoscaler-mode={}",
+        printed(&values["podAutoscalers"]["horizontal"], "podAutoscalers.horizontal")
+    ));
+    args.push(format!(
+        "--watermark-pod-autoscaler-mode={}",
+        printed(&values["podAutoscalers"]["watermark"], "podAutoscalers.watermark")
+    ));
     // Go templates range over a map in key order.
     let extra: BTreeMap<String, Value> = serde_json::from_value(values["extraArgs"].clone()).expect("a map");
     for (key, value) in &extra {

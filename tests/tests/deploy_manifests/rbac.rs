@@ -100,8 +100,8 @@ fn permission_table() -> Vec<(Permission, Caller)> {
         (cluster.clone(), "apps", "replicasets/scale", &["get", "patch"], None, Adapter),
         (cluster.clone(), "apps", "statefulsets/scale", &["get", "patch"], None, Adapter),
         (cluster.clone(), "", "replicationcontrollers/scale", &["get", "patch"], None, Adapter),
-        // actions.rs update_hpa_status / update_wpa_status: merge patches of the status subresource.
-        (cluster.clone(), "autoscaling", "horizontalpodautoscalers/status", &["patch"], None, Adapter),
+        // actions.rs update_wpa_status: a merge patch of the status subresource (HPA status only
+        // with --horizontal-pod-autoscaler-mode=act, not the default).
         (cluster.clone(), "datadoghq.com", "watermarkpodautoscalers/status", &["patch"], None, Adapter),
         // actions.rs create_event / bump_event: core/v1 Events in the object's namespace.
         (cluster.clone(), "", "events", &["create", "patch"], None, Adapter),
