@@ -342,6 +342,31 @@ async fn a_second_replica_waits_for_the_lease_and_takes_over_when_the_leader_sto
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_unschedulable_pods_reaches_the_node_group_however_slowly_events_are_accepted() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "event-burst");
+    let port = free_port();
+    let controller = Controller::start(&dir, "controller", &flags(&dir, port, &[]));
+    let first = first_node(&server, &controller).await;
+    // The API server takes 2 s to accept each Event from now on.
+    server.inject_fault(Fault::slow("/api/v1/namespaces/default/events", Duration::from_secs(2)).times(100_000));
+    // 1,000 pods turn unschedulable at once: 10 cpu of requests, two more 4-cpu nodes.
+    for i in 0..1_000 {
+        server.seed(&pending_pod(&format!("burst-{i}"), 10));
+    }
+    eventually("the node group grown for the burst", || async {
+        (node_names(&server).into_iter().filter(|n| *n != first).count() >= 2).then_some(())
+    })
+    .await;
+    // About 1,000 events (TriggeredScaleUp, one per pod) are still being written 2 s apiece:
+    // the scale-up did not wait for them.
+    let written = server.list::<Event>().len();
+    assert!(written < 50, "{written} events were written before the scale-up");
+    let text = metrics(port).await;
+    assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(2.0), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "lease-loss");
