@@ -144,3 +144,48 @@ fn private_key(pem: &[u8], what: &str) -> Result<(), TlsError> {
         .map(|_| ())
         .map_err(|e| TlsError::Pem { what: what.to_string(), message: format!("no usable PEM private key: {e}") })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn self_signed() -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap().self_signed(&key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("grpc-transport-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn good_pem_files_are_read_and_bad_ones_are_named() {
+        let (cert, key) = self_signed();
+        let dir = dir();
+        let cert_path = dir.join("tls.crt");
+        let key_path = dir.join("tls.key");
+        let junk = dir.join("junk.pem");
+        std::fs::write(&cert_path, &cert).unwrap();
+        std::fs::write(&key_path, &key).unwrap();
+        std::fs::write(&junk, "hello").unwrap();
+
+        let tls = ClientTls::from_files(&cert_path, Some((&cert_path, &key_path)), "localhost").unwrap();
+        assert_eq!(tls.server_name, "localhost");
+        assert!(tls.check().is_ok());
+        assert!(ServerTls::from_files(&cert_path, &key_path, Some(&cert_path)).unwrap().check().is_ok());
+
+        let error = ClientTls::from_files(&junk, None, "localhost").unwrap_err();
+        assert!(error.to_string().starts_with(&format!("{}: no PEM certificate", junk.display())), "{error}");
+        let error = ServerTls::from_files(&cert_path, &junk, None).unwrap_err();
+        assert!(error.to_string().starts_with(&format!("{}: no usable PEM private key", junk.display())), "{error}");
+        let missing = dir.join("missing.crt");
+        let error = ClientTls::from_files(&missing, None, "x").unwrap_err();
+        assert!(matches!(error, TlsError::Read { .. }), "{error}");
+        // A key where a certificate belongs is not a certificate.
+        let error = ClientTls::from_files(&key_path, None, "x").unwrap_err();
+        assert!(error.to_string().contains("no PEM certificate"), "{error}");
+    }
+}
