@@ -1,0 +1,596 @@
+//! The private-IaaS example end to end, as a platform team would run it: the real autoscaler
+//! binary against the fake API server, with the example's stand-in IaaS API (`iaas-api`) as a
+//! process, and the example's provider either served over upstream's externalgrpc protocol by
+//! `private-iaas-grpc` (`--cloud-provider=externalgrpc`, mutual TLS) or linked in through the
+//! library entry point (`private-iaas-autoscaler --cloud-provider=private-iaas`).
+//!
+//! The test plays the rest of the cluster: the kubelet (a VM that is up registers a Node with
+//! its providerID, the pool's labels and the flavor's capacity), the scheduler (binds pods), and
+//! the cloud node controller (removes the Node of a deleted VM). VMs build until the test
+//! settles them (`POST /admin/settle`), so nothing depends on how fast the machine is: every
+//! wait is `tests::eventually` on a state, and faults are armed on the IaaS (`/admin/faults`)
+//! or made by stopping the gRPC server.
+//!
+//! Every test ends by checking that what should stay stayed: a "keeper" VM with a Node and a
+//! pod that nothing may remove.
+
+#[path = "private_iaas/fixture.rs"]
+mod fixture;
+
+use std::path::{Path, PathBuf};
+
+use fixture::{
+    CREATES, DELETES, Iaas, POOL, Process, bind, events, example_binary, has_taint, lines_with, node_names, node_of,
+    pending_pod, pki, provider_config, running_pod, status_events, status_text, workdir, write,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use serde_json::{Value, json};
+use tests::controller::{controller_binary, free_port};
+use tests::eventually;
+use tests::fake_apiserver::FakeApiServer;
+
+const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
+const LOG_FILTER: &str = "info,autoscaler=debug,cloudprovider_externalgrpc=debug,private_iaas=debug";
+
+/// The fake API server, the IaaS API process and the files the processes read.
+struct Cluster {
+    server: FakeApiServer,
+    dir: PathBuf,
+    iaas: Iaas,
+    /// The provider's cloud-config (for `private-iaas-grpc`, or the in-process provider).
+    provider_config: PathBuf,
+}
+
+/// How the autoscaler reaches the gRPC server.
+#[derive(Clone, Copy, PartialEq)]
+enum Tls {
+    Plaintext,
+    Mutual,
+}
+
+/// The files stay for a failed test (its logs are printed too); a passing one leaves nothing.
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Cluster {
+    async fn start(test: &str) -> Cluster {
+        let server = FakeApiServer::start().await;
+        let dir = workdir(test);
+        write(&dir, "kubeconfig", &server.kubeconfig_yaml());
+        let iaas_dir = dir.clone();
+        // Builds the example's binaries on first use: off the async workers.
+        let iaas = tokio::task::spawn_blocking(move || Iaas::start(&iaas_dir)).await.expect("starting iaas-api");
+        let provider_config = write(&dir, "provider.yaml", &provider_config(&iaas.url));
+        Cluster { server, dir, iaas, provider_config }
+    }
+
+    /// `private-iaas-grpc` on `listen` (`127.0.0.1:0` for a free port), its log appended to
+    /// `private-iaas-grpc.log` across restarts.
+    fn grpc_server(&self, listen: &str, tls: Tls) -> Process {
+        let file = |name: &str| self.dir.join(name).display().to_string();
+        let mut args = vec!["--listen".to_string(), listen.to_string(), "--cloud-config".into(), file("provider.yaml")];
+        if tls == Tls::Mutual {
+            pki(&self.dir);
+            args.extend(
+                ["--cert", &file("server.crt"), "--key", &file("server.key"), "--cacert", &file("ca.crt")]
+                    .map(String::from),
+            );
+        }
+        Process::start(&example_binary("private-iaas-grpc"), &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "grpc")
+    }
+
+    /// Upstream's externalgrpc cloud-config for `address`.
+    fn externalgrpc_config(&self, address: &str, grpc_timeout: &str, tls: Tls) -> PathBuf {
+        let mut text = format!("address: {address}\ngrpc_timeout: {grpc_timeout}\n");
+        if tls == Tls::Mutual {
+            let file = |name: &str| self.dir.join(name).display().to_string();
+            text.push_str(&format!(
+                "cert: {}\nkey: {}\ncacert: {}\n",
+                file("client.crt"),
+                file("client.key"),
+                file("ca.crt")
+            ));
+        }
+        write(&self.dir, "externalgrpc.yaml", &text)
+    }
+
+    /// The flags of a quick controller: one-second loops, scale-down of an empty node after a
+    /// second, no delays after scale-up or tainting, no leader election.
+    fn flags(&self, provider: &str, cloud_config: &Path, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            format!("--kubeconfig={}", self.dir.join("kubeconfig").display()),
+            format!("--cloud-provider={provider}"),
+            format!("--cloud-config={}", cloud_config.display()),
+            format!("--address=127.0.0.1:{}", free_port()),
+            "--scan-interval=1s".into(),
+            "--scale-down-unneeded-time=1s".into(),
+            "--scale-down-delay-after-add=0s".into(),
+            "--node-delete-delay-after-taint=0s".into(),
+            "--leader-elect=false".into(),
+            "--kube-client-qps=-1".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
+
+    /// Our `cluster-autoscaler` with `--cloud-provider=externalgrpc`.
+    fn externalgrpc_autoscaler(&self, cloud_config: &Path, extra: &[&str]) -> Process {
+        let args = self.flags("externalgrpc", cloud_config, extra);
+        Process::run(controller_binary(), &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "cluster-autoscaler")
+    }
+
+    /// The example's own binary: our controller with the provider linked in.
+    fn in_process_autoscaler(&self, extra: &[&str]) -> Process {
+        let args = self.flags("private-iaas", &self.provider_config, extra);
+        let binary = example_binary("private-iaas-autoscaler");
+        Process::run(&binary, &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "private-iaas-autoscaler")
+    }
+
+    /// The kubelet of `vm` registers its Node; returns the Node's name.
+    fn register(&self, vm: &Value) -> String {
+        let node = self.server.seed(&node_of(vm));
+        node.metadata.name.expect("a node name")
+    }
+
+    /// A VM someone made before, up, with a Node and a pod (3 of its 4 cpus, no controller):
+    /// nothing may remove it. Returns (VM id, Node name).
+    async fn keeper(&self) -> (String, String) {
+        let vm = self.iaas.create_vm().await;
+        self.iaas.settle().await;
+        let node = self.register(&vm);
+        self.server.seed(&running_pod("keeper", 3000, &node));
+        (vm["id"].as_str().expect("a VM id").to_string(), node)
+    }
+
+    /// The one VM not in `known`, once it exists.
+    async fn new_vm(&self, known: &[&str]) -> Value {
+        eventually(&format!("a VM besides {known:?}"), || async {
+            self.iaas.vms().await.into_iter().find(|vm| !known.contains(&vm["id"].as_str().unwrap_or_default()))
+        })
+        .await
+    }
+
+    /// The VM boots, its kubelet registers, the scheduler binds `pod` there. Returns the Node.
+    async fn boot_and_bind(&self, vm: &Value, pod: &str) -> String {
+        let settled = self.iaas.settle().await;
+        assert!(settled["active"].as_array().is_some_and(|ids| ids.contains(&vm["id"])), "{settled}");
+        let node = self.register(vm);
+        self.server.modify::<Pod>(Some("default"), pod, |p| bind(p, &node)).expect("the pod to bind");
+        node
+    }
+
+    /// The keeper's VM is up, its Node there and not marked for deletion.
+    async fn assert_keeper_kept(&self, (vm, node): &(String, String)) {
+        let vms = self.iaas.vms().await;
+        let kept = vms.iter().find(|v| v["id"] == vm.as_str());
+        assert_eq!(kept.map(|v| v["state"].clone()), Some(json!("active")), "the keeper's VM: {vms:?}");
+        assert!(node_names(&self.server).contains(node), "the keeper's Node is gone");
+        assert!(!has_taint(&self.server, node, TO_BE_DELETED), "the keeper's Node is marked for deletion");
+        assert!(self.server.get::<Pod>(Some("default"), "keeper").is_some());
+    }
+
+    /// Events on the status ConfigMap with this reason whose message contains `part`.
+    fn status_event(&self, reason: &str, part: &str) -> Option<String> {
+        status_events(&self.server).into_iter().find(|(r, m)| r == reason && m.contains(part)).map(|(_, m)| m)
+    }
+
+    fn pod_event(&self, pod: &str, reason: &str, part: &str) -> Option<String> {
+        events(&self.server, "Pod", pod).into_iter().find(|(r, m)| r == reason && m.contains(part)).map(|(_, m)| m)
+    }
+
+    /// The status ConfigMap's entry for the pool's node group.
+    fn group_status(&self) -> Option<Value> {
+        let status: Value = serde_saphyr::from_str(&status_text(&self.server)?).ok()?;
+        status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == POOL).cloned()
+    }
+}
+
+/// The whole life of a node, as the issue tells it: a pending pod → IncreaseSize → a VM in
+/// the IaaS → its Node registered and the pod bound → the pod goes → the empty node is removed
+/// → its VM deleted. The keeper stays throughout.
+async fn scale_up_and_down(cluster: &Cluster, keeper: &(String, String)) {
+    let server = &cluster.server;
+    server.seed(&pending_pod("web", 3000));
+    let vm = cluster.new_vm(&[&keeper.0]).await;
+    assert_eq!(vm["state"], "building", "{vm}");
+    assert_eq!(vm["flavor"], "m1.large", "{vm}");
+    eventually("TriggeredScaleUp on the pod", || async { cluster.pod_event("web", "TriggeredScaleUp", POOL) }).await;
+    let message = eventually("ScaledUpGroup on the status ConfigMap", || async {
+        cluster.status_event("ScaledUpGroup", "setting group size succeeded")
+    })
+    .await;
+    assert!(message.contains("setting group compute size to 2 instead of 1 (max: 3)"), "{message}");
+
+    let node = cluster.boot_and_bind(&vm, "web").await;
+    eventually("the group's two nodes ready in the status", || async {
+        let group = cluster.group_status()?;
+        (group["health"]["nodeCounts"]["registered"]["ready"] == 2).then_some(())
+    })
+    .await;
+
+    // The pod goes: the node is empty, unneeded, removed.
+    assert!(server.remove::<Pod>(Some("default"), "web"));
+    let vm_id = vm["id"].as_str().unwrap().to_string();
+    eventually("the empty node's VM deleted in the IaaS", || async {
+        let vms = cluster.iaas.vms().await;
+        (!vms.iter().any(|v| v["id"] == vm_id.as_str())).then_some(())
+    })
+    .await;
+    assert!(has_taint(server, &node, TO_BE_DELETED), "DeleteNodes came before the taint");
+    // The cloud node controller removes the Node of a VM that is gone.
+    assert!(server.remove::<Node>(None, &node));
+    // (One ScaleDown event per node: upstream's spam filter keeps the first of 300 s.)
+    eventually("ScaleDown on the node and ScaleDownEmpty on the status ConfigMap", || async {
+        let on_node = events(server, "Node", &node).iter().any(|(r, _)| r == "ScaleDown");
+        (on_node && cluster.status_event("ScaleDownEmpty", &node).is_some()).then_some(())
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 2, "the keeper and one scale-up");
+    assert_eq!(cluster.iaas.requests(DELETES).await, 1, "one scale-down");
+    cluster.assert_keeper_kept(keeper).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_externalgrpc_with_mutual_tls_a_pending_pod_gets_a_vm_and_the_emptied_node_goes() {
+    let cluster = Cluster::start("grpc-e2e").await;
+    let keeper = cluster.keeper().await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Mutual);
+    let config = cluster.externalgrpc_config(&grpc.address, "10s", Tls::Mutual);
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &[]);
+    scale_up_and_down(&cluster, &keeper).await;
+    let log = autoscaler.log();
+    assert_eq!(lines_with(&log, &["autoscaler loop failed"]), 0, "{log}");
+    drop(grpc);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_through_the_library_entry_point_a_pending_pod_gets_a_vm_and_the_emptied_node_goes() {
+    let cluster = Cluster::start("in-process-e2e").await;
+    let keeper = cluster.keeper().await;
+    let autoscaler = cluster.in_process_autoscaler(&[]);
+    scale_up_and_down(&cluster, &keeper).await;
+    let log = autoscaler.log();
+    assert_eq!(lines_with(&log, &["autoscaler loop failed"]), 0, "{log}");
+}
+
+/// Lines of the autoscaler's log saying a loop failed because `address` did not answer.
+fn loop_failures(autoscaler: &Process, address: &str) -> usize {
+    lines_with(&autoscaler.log(), &["autoscaler loop failed", &format!("externalgrpc Refresh at {address}")])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_server_down_at_start_fails_loops_naming_its_address_until_it_is_up() {
+    let cluster = Cluster::start("grpc-down-at-start").await;
+    let keeper = cluster.keeper().await;
+    let address = format!("127.0.0.1:{}", free_port());
+    let config = cluster.externalgrpc_config(&address, "5s", Tls::Plaintext);
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &[]);
+    cluster.server.seed(&pending_pod("web", 3000));
+
+    // The controller runs, and every loop says why it cannot act.
+    eventually("two loops failing on the unreachable server", || async {
+        (loop_failures(&autoscaler, &address) >= 2).then_some(())
+    })
+    .await;
+    let log = autoscaler.log();
+    let line = log.lines().find(|l| l.contains("autoscaler loop failed")).unwrap().to_lowercase();
+    assert!(line.contains("unavailable") && line.contains("connection refused"), "{line}");
+    assert_eq!(cluster.iaas.requests(CREATES).await, 1, "only the keeper's VM");
+
+    // The server comes up on the configured address: the next loops scale up.
+    let _grpc = cluster.grpc_server(&address, Tls::Plaintext);
+    let vm = cluster.new_vm(&[&keeper.0]).await;
+    cluster.boot_and_bind(&vm, "web").await;
+    eventually("the group's two nodes ready in the status", || async {
+        (cluster.group_status()?["health"]["nodeCounts"]["registered"]["ready"] == 2).then_some(())
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 2, "one scale-up");
+    assert_eq!(cluster.iaas.requests(DELETES).await, 0);
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_server_killed_mid_loop_fails_loops_loses_no_node_and_serves_again_after_a_restart() {
+    let cluster = Cluster::start("grpc-killed").await;
+    let keeper = cluster.keeper().await;
+    let mut grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let address = grpc.address.clone();
+    let config = cluster.externalgrpc_config(&address, "5s", Tls::Plaintext);
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &[]);
+    cluster.server.seed(&pending_pod("web", 3000));
+    let first = cluster.new_vm(&[&keeper.0]).await;
+    let web_node = cluster.boot_and_bind(&first, "web").await;
+    eventually("the group's two nodes ready in the status", || async {
+        (cluster.group_status()?["health"]["nodeCounts"]["registered"]["ready"] == 2).then_some(())
+    })
+    .await;
+
+    // The server dies; a pod arrives while it is away.
+    grpc.kill();
+    let before = loop_failures(&autoscaler, &address);
+    cluster.server.seed(&pending_pod("api", 3000));
+    eventually("two loops failing on the dead server", || async {
+        (loop_failures(&autoscaler, &address) >= before + 2).then_some(())
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 2, "nothing created while the server is down");
+    assert_eq!(node_names(&cluster.server).len(), 2);
+
+    // Back on the same address: the pending pod gets its VM; nothing was deleted.
+    let _grpc = cluster.grpc_server(&address, Tls::Plaintext);
+    let second = cluster.new_vm(&[&keeper.0, first["id"].as_str().unwrap()]).await;
+    cluster.boot_and_bind(&second, "api").await;
+    eventually("the group's three nodes ready in the status", || async {
+        (cluster.group_status()?["health"]["nodeCounts"]["registered"]["ready"] == 3).then_some(())
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 3);
+    assert_eq!(cluster.iaas.requests(DELETES).await, 0);
+    assert!(node_names(&cluster.server).contains(&web_node));
+    assert!(!has_taint(&cluster.server, &web_node, TO_BE_DELETED));
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+/// Request faults armed for one route, then waited on until used up (so the test's own `/v1`
+/// requests never take them).
+async fn used_up(cluster: &Cluster) {
+    eventually("the armed request faults used up", || async {
+        let faults = cluster.iaas.faults().await;
+        (faults["slowRequests"] == 0 && faults["serverErrors"] == 0).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_later_than_grpc_timeout_fail_clearly_and_a_timed_out_increase_is_not_repeated_while_backed_off() {
+    let cluster = Cluster::start("grpc-slow").await;
+    let keeper = cluster.keeper().await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let config = cluster.externalgrpc_config(&grpc.address, "2s", Tls::Plaintext);
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &[]);
+    eventually("a first status", || async { cluster.group_status() }).await;
+
+    // A slow listing: Refresh answers after the deadline, the loop fails and the next one runs.
+    let listing = "GET /v1/pools/{pool}/vms";
+    cluster.iaas.arm(json!({"slowRequests": 1, "slowMillis": 20_000, "route": listing})).await;
+    let address = grpc.address.clone();
+    let line = eventually("a loop failing on Refresh's deadline", || async {
+        let log = autoscaler.log();
+        let line = log.lines().find(|l| {
+            l.contains("autoscaler loop failed") && l.contains(&format!("externalgrpc Refresh at {address}"))
+        })?;
+        Some(line.to_string())
+    })
+    .await;
+    assert!(line.contains("deadline exceeded: no answer within 2s"), "{line}");
+    used_up(&cluster).await;
+
+    // A slow create: IncreaseSize answers after the deadline, although the VM was made.
+    cluster.iaas.arm(json!({"slowRequests": 1, "slowMillis": 20_000, "route": CREATES})).await;
+    cluster.server.seed(&pending_pod("web", 3000));
+    let failure = eventually("FailedToScaleUpGroup on the status ConfigMap", || async {
+        cluster.status_event("FailedToScaleUpGroup", "NodeGroupIncreaseSize(compute)")
+    })
+    .await;
+    assert!(failure.contains(&format!("at {address}: deadline exceeded")), "{failure}");
+    let log = autoscaler.log();
+    assert!(lines_with(&log, &["scale-up failed", "NodeGroupIncreaseSize(compute)"]) >= 1, "{log}");
+    used_up(&cluster).await;
+    let vm = cluster.new_vm(&[&keeper.0]).await;
+
+    // The group is backed off: later loops do not ask again.
+    eventually("the pod told the group is backed off", || async {
+        cluster.pod_event("web", "NotTriggerScaleUp", "in backoff after failed scale-up")
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 2, "one create for the scale-up that timed out");
+
+    // Its VM boots and takes the pod.
+    cluster.boot_and_bind(&vm, "web").await;
+    eventually("the group's two nodes ready in the status", || async {
+        (cluster.group_status()?["health"]["nodeCounts"]["registered"]["ready"] == 2).then_some(())
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 2);
+    assert_eq!(cluster.iaas.requests(DELETES).await, 0);
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+/// The status ConfigMap's `last-updated` annotation: it changes with every loop's write.
+fn last_updated(server: &FakeApiServer) -> Option<String> {
+    let status = server.get::<ConfigMap>(Some("kube-system"), fixture::STATUS_CONFIG_MAP)?;
+    status.metadata.annotations?.remove("cluster-autoscaler.kubernetes.io/last-updated")
+}
+
+/// Waits until a loop that started after now has written its status (and so has made its
+/// scale-up, if any: the status is written after it).
+async fn a_later_loop(cluster: &Cluster) {
+    let seen = last_updated(&cluster.server);
+    eventually("a later loop's status", || async {
+        let now = last_updated(&cluster.server);
+        (now.is_some() && now != seen).then_some(())
+    })
+    .await;
+    // The write seen may be of the loop running now: one more makes sure.
+    let seen = last_updated(&cluster.server);
+    eventually("one more loop's status", || async { (last_updated(&cluster.server) != seen).then_some(()) }).await;
+}
+
+/// Upstream counts a group's upcoming nodes as its target size minus its registered nodes
+/// (`ClusterStateRegistry.GetUpcomingNodes`), whoever asked for them. Ours counts only the
+/// increases of scale-ups the loop itself registered as successful, so a VM made by an
+/// IncreaseSize whose answer timed out is not upcoming: once the backoff is over (here at
+/// once: 1 s of backoff, 2 s of grpc_timeout), the next loop asks for a second VM for the same
+/// pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "core bug: a building VM whose IncreaseSize timed out is not counted as upcoming (double scale-up)"]
+async fn a_vm_whose_increase_timed_out_is_upcoming_once_the_backoff_ends() {
+    let cluster = Cluster::start("grpc-slow-backoff").await;
+    let keeper = cluster.keeper().await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let config = cluster.externalgrpc_config(&grpc.address, "2s", Tls::Plaintext);
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &["--initial-node-group-backoff-duration=1s"]);
+    eventually("a first status", || async { cluster.group_status() }).await;
+
+    cluster.iaas.arm(json!({"slowRequests": 1, "slowMillis": 20_000, "route": CREATES})).await;
+    cluster.server.seed(&pending_pod("web", 3000));
+    eventually("FailedToScaleUpGroup on the status ConfigMap", || async {
+        cluster.status_event("FailedToScaleUpGroup", "NodeGroupIncreaseSize(compute)")
+    })
+    .await;
+    used_up(&cluster).await;
+    cluster.new_vm(&[&keeper.0]).await;
+
+    // The VM keeps building (the test does not settle it): the pod should wait for it.
+    a_later_loop(&cluster).await;
+    let vms = cluster.iaas.vms().await;
+    let creates = cluster.iaas.requests(CREATES).await;
+    assert_eq!(creates, 2, "a second VM for a pod whose VM is building: {vms:#?}\nlog:\n{}", autoscaler.log());
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+/// The same, after a restart: a freshly started autoscaler remembers no scale-up, so it counts
+/// no VM that is still building as upcoming (upstream counts target minus registered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "core bug: after a restart, building VMs are not counted as upcoming (double scale-up)"]
+async fn a_restarted_autoscaler_counts_building_vms_as_upcoming() {
+    let cluster = Cluster::start("grpc-restart").await;
+    let keeper = cluster.keeper().await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let config = cluster.externalgrpc_config(&grpc.address, "10s", Tls::Plaintext);
+    let mut first = cluster.externalgrpc_autoscaler(&config, &[]);
+    cluster.server.seed(&pending_pod("web", 3000));
+    cluster.new_vm(&[&keeper.0]).await;
+
+    // The autoscaler restarts while the VM builds (the test does not settle it).
+    first.kill();
+    assert!(cluster.server.remove::<ConfigMap>(Some("kube-system"), fixture::STATUS_CONFIG_MAP));
+    let second = cluster.externalgrpc_autoscaler(&config, &[]);
+    eventually("the restarted autoscaler's first status", || async { cluster.group_status() }).await;
+    let vms = cluster.iaas.vms().await;
+    let creates = cluster.iaas.requests(CREATES).await;
+    assert_eq!(creates, 2, "a second VM for a pod whose VM is building: {vms:#?}\nlog:\n{}", second.log());
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_increase_size_is_reported_backed_off_and_retried() {
+    let cluster = Cluster::start("grpc-increase-fails").await;
+    let keeper = cluster.keeper().await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let config = cluster.externalgrpc_config(&grpc.address, "10s", Tls::Plaintext);
+    cluster.iaas.arm(json!({"serverErrors": 1, "route": CREATES})).await;
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &["--initial-node-group-backoff-duration=5s"]);
+    cluster.server.seed(&pending_pod("web", 3000));
+
+    let failure = eventually("FailedToScaleUpGroup on the status ConfigMap", || async {
+        cluster.status_event("FailedToScaleUpGroup", "NodeGroupIncreaseSize(compute)")
+    })
+    .await;
+    assert!(failure.contains("500"), "the IaaS's answer reaches the event: {failure}");
+    let log = autoscaler.log();
+    assert!(lines_with(&log, &["scale-up failed", "NodeGroupIncreaseSize(compute)"]) >= 1, "{log}");
+    eventually("the pod told the group is backed off", || async {
+        cluster.pod_event("web", "NotTriggerScaleUp", "in backoff after failed scale-up")
+    })
+    .await;
+
+    // After the backoff, the scale-up is made once.
+    let vm = cluster.new_vm(&[&keeper.0]).await;
+    cluster.boot_and_bind(&vm, "web").await;
+    eventually("the group's two nodes ready in the status", || async {
+        (cluster.group_status()?["health"]["nodeCounts"]["registered"]["ready"] == 2).then_some(())
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 3, "the keeper, the refused create, the retry");
+    assert_eq!(cluster.iaas.vms().await.len(), 2);
+    assert_eq!(cluster.iaas.requests(DELETES).await, 0);
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_delete_nodes_keeps_the_node_and_is_retried_after_the_failure_delay() {
+    let cluster = Cluster::start("grpc-delete-fails").await;
+    let keeper = cluster.keeper().await;
+    // An empty node the autoscaler will want gone.
+    let spare = cluster.iaas.create_vm().await;
+    cluster.iaas.settle().await;
+    let spare_node = cluster.register(&spare);
+    cluster.iaas.arm(json!({"serverErrors": 1_000, "route": DELETES})).await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let config = cluster.externalgrpc_config(&grpc.address, "10s", Tls::Plaintext);
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &["--scale-down-delay-after-failure=1s"]);
+
+    // Every DeleteNodes fails: the node is released each time, and kept.
+    eventually("two failed deletions of the spare node", || async {
+        let failed: Vec<String> = events(&cluster.server, "Node", &spare_node)
+            .into_iter()
+            .filter(|(r, m)| r == "ScaleDownFailed" && m.contains("NodeGroupDeleteNodes(compute)"))
+            .map(|(_, m)| m)
+            .collect();
+        (cluster.iaas.requests(DELETES).await >= 2 && !failed.is_empty()).then_some(())
+    })
+    .await;
+    let log = autoscaler.log();
+    assert!(lines_with(&log, &["scale-down failed", "NodeGroupDeleteNodes(compute)"]) >= 1, "{log}");
+    let vms = cluster.iaas.vms().await;
+    assert!(vms.iter().any(|v| v["id"] == spare["id"] && v["state"] == "active"), "{vms:?}");
+    assert!(node_names(&cluster.server).contains(&spare_node));
+
+    // The IaaS recovers: the next attempt deletes the VM.
+    cluster.iaas.call("DELETE", "/admin/faults", None).await;
+    let spare_id = spare["id"].as_str().unwrap().to_string();
+    eventually("the spare VM deleted", || async {
+        (!cluster.iaas.vms().await.iter().any(|v| v["id"] == spare_id.as_str())).then_some(())
+    })
+    .await;
+    assert!(cluster.server.remove::<Node>(None, &spare_node));
+    assert_eq!(cluster.iaas.vms().await.len(), 1);
+    cluster.assert_keeper_kept(&keeper).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vms_in_error_are_instance_errors_that_back_the_group_off_and_are_deleted() {
+    let cluster = Cluster::start("grpc-vm-errors").await;
+    let keeper = cluster.keeper().await;
+    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
+    let config = cluster.externalgrpc_config(&grpc.address, "10s", Tls::Plaintext);
+    cluster.iaas.arm(json!({"pool": POOL, "failNextCreates": 1})).await;
+    let autoscaler = cluster.externalgrpc_autoscaler(&config, &[]);
+    cluster.server.seed(&pending_pod("web", 3000));
+
+    // The create is accepted; the VM is in error (no valid host).
+    let failed = eventually("ScaleUpFailed on the status ConfigMap", || async {
+        cluster.status_event("ScaleUpFailed", "NoValidHost")
+    })
+    .await;
+    assert!(failed.starts_with("Failed adding a node to group compute: No valid host was found"), "{failed}");
+    let group = eventually("the group backed off in the status", || async {
+        cluster.group_status().filter(|g| g["scaleUp"]["status"] == "Backoff")
+    })
+    .await;
+    assert_eq!(group["scaleUp"]["backoffInfo"]["errorCode"], "NoValidHost", "{group:#?}");
+    // The failed instance is deleted through DeleteNodes.
+    let removed = eventually("DeleteUnregistered on the status ConfigMap", || async {
+        cluster.status_event("DeleteUnregistered", "create-error")
+    })
+    .await;
+    assert!(removed.contains(&format!("private-iaas://{POOL}/vm-")), "{removed}");
+    assert_eq!(cluster.iaas.requests(DELETES).await, 1);
+    let vms = cluster.iaas.vms().await;
+    assert_eq!(vms.len(), 1, "only the keeper's VM is left: {vms:?}");
+    eventually("the pod told the group is backed off", || async {
+        cluster.pod_event("web", "NotTriggerScaleUp", "in backoff after failed scale-up")
+    })
+    .await;
+    assert_eq!(cluster.iaas.requests(CREATES).await, 2, "no create while backed off");
+    let log = autoscaler.log();
+    assert_eq!(lines_with(&log, &["autoscaler loop failed"]), 0, "{log}");
+    cluster.assert_keeper_kept(&keeper).await;
+}
