@@ -15,6 +15,9 @@
 //! | `tests/` | the provider against the API on real sockets; `plan` through the binary | the shape, against your API's test double |
 //! | `src/iaas/`, `src/bin/iaas-api.rs`, `config/iaas.yaml` | a stand-in IaaS API with fault injection, for the tests and demos | no: your IaaS takes its place |
 //!
+//! The workspace's `tests/tests/private_iaas.rs` runs it all end to end: the autoscaler binary
+//! over externalgrpc (mutual TLS) and in process, a pending pod to a VM and back, with faults.
+//!
 //! The stand-in IaaS has flavors (machine sizes), images and pools (quotas of VMs); VMs are
 //! `building`, then `active`, `deleting`, or `error` with a code (`NoValidHost`,
 //! `QuotaExceeded`). Its API is documented in [`iaas`]. Most private clouds (OpenStack, vSphere
