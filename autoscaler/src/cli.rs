@@ -86,7 +86,10 @@ pub fn main(providers: ProviderRegistry) -> ExitCode {
             }
         }
         None => {
-            run::init_logging(&cli.run);
+            if let Err(error) = cli.run.logging.init() {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
             // The reflectors, the election, the server and the loop run side by side.
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
             match runtime.block_on(run::run(*cli.run, &providers)) {

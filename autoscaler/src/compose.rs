@@ -74,6 +74,8 @@ pub async fn build_provider(
     context.node_group_auto_discovery = flags.node_group_auto_discovery.clone();
     context.node_group_defaults = options.node_group_defaults.clone();
     context.provider_options.aws_use_static_instance_list = flags.aws_use_static_instance_list;
+    context.provider_options.cluster_name = flags.cluster_name.clone();
+    context.provider_options.clusterapi_cloud_config_authoritative = flags.clusterapi_cloud_config_authoritative;
     context.resource_limiter = options.resource_limiter();
     context.nodes = inputs.nodes;
     context.now = inputs.now;

@@ -11,13 +11,14 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, ValueEnum};
+use clap::{ArgAction, Args};
 use cloudprovider::{ProviderRegistry, Purpose};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::watch;
 
 use crate::compose::{self, ProviderInputs};
+use crate::config::logging::LoggingFlags;
 use crate::config::{AutoscalingOptions, DecisionFlags};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::kube_adapter::{
@@ -34,12 +35,6 @@ use cloudprovider::duration::parse_go_duration;
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_go_duration(s)
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LoggingFormat {
-    Text,
-    Json,
 }
 
 /// The controller's flags: every decision flag plus upstream's flags for running in a cluster.
@@ -112,12 +107,12 @@ pub struct RunArgs {
     #[arg(long = "frequent-loops-enabled", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub frequent_loops_enabled: bool,
 
-    /// Log verbosity (klog's `-v`): 0–1 info, 2–4 debug, 5+ trace.
-    #[arg(long = "v", short = 'v', default_value_t = 0)]
-    pub verbosity: u8,
+    /// Register upstream's per-node-group gauges (`node_group_min_count`, …) in /metrics.
+    #[arg(long = "emit-per-nodegroup-metrics", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub emit_per_nodegroup_metrics: bool,
 
-    #[arg(long = "logging-format", value_enum, default_value = "text")]
-    pub logging_format: LoggingFormat,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
 
     /// What the embedded loop does with HorizontalPodAutoscalers: `recommend` (compute their
     /// recommendations for HPA-aware scale-up and /metrics, write nothing: kube-controller-manager
@@ -148,22 +143,6 @@ impl RunError {
             RunError::Runtime(_) => 1,
         }
     }
-}
-
-pub fn init_logging(args: &RunArgs) {
-    let level = match args.verbosity {
-        0 | 1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    let _ = match args.logging_format {
-        LoggingFormat::Json => builder.json().try_init(),
-        LoggingFormat::Text => builder.try_init(),
-    };
 }
 
 async fn shutdown_signal() {
@@ -231,7 +210,8 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     let clients = KubeClients::connect(&client_options).await.map_err(|e| RunError::Runtime(e.to_string()))?;
 
     // Serving starts first, leader or not, so a stuck start-up shows in /health-check.
-    let metrics = Arc::new(Metrics::new());
+    let metrics =
+        Arc::new(if args.emit_per_nodegroup_metrics { Metrics::with_per_node_group_metrics() } else { Metrics::new() });
     metrics.set_limits(&options);
     let health = Arc::new(HealthCheck::new(
         HealthCheckConfig {
@@ -393,6 +373,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 if let Some(state) = &report.cluster_state {
                     metrics.record_loop(&report, state, started.elapsed());
                 }
+                metrics.record_events_dropped(actions.events().dropped());
                 let nodes = cluster.snapshot().nodes;
                 let (cores, memory) = cluster_resources(nodes.iter().map(|n| &**n), Timestamp::now());
                 metrics.set_cluster_resources(cores, memory);

@@ -115,6 +115,11 @@ pub trait CloudProvider: Send + Sync {
     /// Called once at the start of every loop, before any other call of that loop.
     async fn refresh(&self) -> Result<()>;
 
+    /// The cluster's nodes as the loop sees them now (right after `refresh()`). Providers that
+    /// learn their groups' membership from the cluster rather than from a cloud (the static
+    /// provider) follow it here; others ignore it.
+    fn observe_nodes(&self, _nodes: &[Arc<Node>]) {}
+
     /// Registers the provider's own metrics (e.g. AWS's `aws_request_duration_seconds`) in the
     /// process's registry, which carries the `cluster_autoscaler` prefix. Called once by the
     /// controller; optional. The registry type is the light prometheus-client's, so the seam

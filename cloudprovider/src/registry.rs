@@ -46,6 +46,11 @@ pub struct ProviderOptions {
     /// `--aws-use-static-instance-list`: instance types from the built-in table only, never
     /// from the EC2 API.
     pub aws_use_static_instance_list: bool,
+    /// `--cluster-name`: the autoscaled cluster's name, when given.
+    pub cluster_name: String,
+    /// `--clusterapi-cloud-config-authoritative`: the Cluster API management cluster is reached
+    /// through `--cloud-config` only, never through the workload cluster's client.
+    pub clusterapi_cloud_config_authoritative: bool,
 }
 
 /// Everything a factory may use, from upstream's flags and the running process.

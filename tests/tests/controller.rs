@@ -366,6 +366,82 @@ async fn a_burst_of_unschedulable_pods_reaches_the_node_group_however_slowly_eve
     assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(2.0), "{text}");
 }
 
+/// A ready 4-cpu node of the static provider's group `pool`.
+fn static_node(name: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name},
+            "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"providerID": format!("static://pool/{name}")},
+        "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
+    // Two underutilized nodes each hold one replicated pod; a third node keeps a pod that may not
+    // be evicted and has room for both. With --max-drain-parallelism=1 the second drain starts once
+    // the first node is deleted through the provider — even though nobody deletes its Node object
+    // (the static provider has no cloud).
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "static-drains");
+    for name in ["a", "b", "c"] {
+        server.seed_value(static_node(name)).unwrap();
+    }
+    server.seed(&ReplicaSet {
+        metadata: meta("default", "web", &[]),
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(2),
+            selector: LabelSelector {
+                match_labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    for (pod, node) in [("web-a", "a"), ("web-b", "b")] {
+        let mut p = running_pod(pod, 100, node);
+        p.metadata.labels = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web".into(),
+            uid: "uid-web".into(),
+            controller: Some(true),
+            ..Default::default()
+        }]);
+        server.seed(&p);
+    }
+    let mut keeper = running_pod("keeper", 100, "c");
+    keeper.metadata.annotations =
+        Some(BTreeMap::from([("cluster-autoscaler.kubernetes.io/safe-to-evict".to_string(), "false".to_string())]));
+    server.seed(&keeper);
+    let mut args = flags(&dir, free_port(), &[]);
+    args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
+    args.extend(
+        [
+            "--cloud-provider=static",
+            "--nodes=0:3:pool",
+            "--max-drain-parallelism=1",
+            "--node-delete-delay-after-taint=0s",
+            "--scale-down-delay-after-delete=0s",
+        ]
+        .map(String::from),
+    );
+    let controller = Controller::start(&dir, "controller", &args);
+    eventually(&format!("both pods evicted, one drain after the other (log: {})", controller.log()), || async {
+        let evicted: Vec<String> = server.evictions().into_iter().map(|e| e.name).collect();
+        (evicted.contains(&"web-a".to_string()) && evicted.contains(&"web-b".to_string())).then_some(())
+    })
+    .await;
+    // The first node drained is still a Node object: the slot was freed by DeleteNodes, not by
+    // the Node going away.
+    assert_eq!(node_names(&server).len(), 3);
+    assert!(server.get::<Pod>(Some("default"), "keeper").is_some());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     let server = FakeApiServer::start().await;

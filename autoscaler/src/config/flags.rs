@@ -250,6 +250,10 @@ pub struct DecisionFlags {
     #[arg(long = "startup-taint", action = ArgAction::Append)]
     pub startup_taint: Vec<String>,
 
+    /// Startup taint key prefixes, in addition to upstream's built-in ones; repeatable.
+    #[arg(long = "startup-taint-prefix", action = ArgAction::Append)]
+    pub startup_taint_prefix: Vec<String>,
+
     /// Deprecated alias of --startup-taint.
     #[arg(long = "ignore-taint", action = ArgAction::Append)]
     pub ignore_taint: Vec<String>,
@@ -274,9 +278,49 @@ pub struct DecisionFlags {
     #[arg(long = "allowed-scheduler-names", action = ArgAction::Append, value_delimiter = ',')]
     pub allowed_scheduler_names: Vec<String>,
 
+    /// Schedulers whose pods need no PodScheduled condition nor a minimum age to trigger a
+    /// scale-up (a subset of --allowed-scheduler-names); repeatable or comma-separated.
+    #[arg(long = "bypassed-scheduler-names", action = ArgAction::Append, value_delimiter = ',')]
+    pub bypassed_scheduler_names: Vec<String>,
+
     /// Wait between tainting a node and draining or deleting it.
     #[arg(long = "node-delete-delay-after-taint", default_value = "5s", value_parser = duration)]
     pub node_delete_delay_after_taint: Duration,
+
+    /// Longest wait for a node's `delay-deletion.cluster-autoscaler.kubernetes.io/` annotations
+    /// to go before it is deleted anyway.
+    #[arg(long = "node-deletion-delay-timeout", default_value = "2m", value_parser = duration)]
+    pub node_deletion_delay_timeout: Duration,
+
+    /// Collect a group's nodes to delete for this long, then delete them in one call (0s: at
+    /// once).
+    #[arg(long = "node-deletion-batcher-interval", default_value = "0s", value_parser = duration)]
+    pub node_deletion_batcher_interval: Duration,
+
+    /// Delete instances that failed to be created even below the group's minimum size.
+    #[arg(long = "force-delete-failed-nodes", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub force_delete_failed_nodes: bool,
+
+    /// Apply the scale-down delays after add, delete and failure per node group instead of to
+    /// the whole cluster.
+    #[arg(long = "scale-down-delay-type-local", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub scale_down_delay_type_local: bool,
+
+    /// Increase the sizes of several node groups (balancing) concurrently.
+    #[arg(long = "parallel-scale-up", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub parallel_scale_up: bool,
+
+    /// Consider the CSI volume limits nodes report (CSINode objects) when simulating scheduling.
+    #[arg(long = "enable-csi-node-aware-scheduling", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub enable_csi_node_aware_scheduling: bool,
+
+    /// The autoscaled cluster's name, for providers that use it (e.g. discovery).
+    #[arg(long = "cluster-name", default_value = "")]
+    pub cluster_name: String,
+
+    /// Cluster API: the management cluster is `--cloud-config` only, never `--kubeconfig`.
+    #[arg(long = "clusterapi-cloud-config-authoritative", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub clusterapi_cloud_config_authoritative: bool,
 
     /// Cap on the grace period given to pods evicted during a drain, in seconds.
     #[arg(long = "max-graceful-termination-sec", default_value_t = 600)]
@@ -293,6 +337,10 @@ pub struct DecisionFlags {
     /// Soft-taint API calls per loop (0 disables the DeletionCandidate soft taint).
     #[arg(long = "max-bulk-soft-taint-count", default_value_t = 10)]
     pub max_bulk_soft_taint_count: usize,
+
+    /// Time budget per loop for adding and removing soft taints.
+    #[arg(long = "max-bulk-soft-taint-time", default_value = "3s", value_parser = duration)]
+    pub max_bulk_soft_taint_time: Duration,
 
     /// First backoff of a node group after a failed scale-up.
     #[arg(long = "initial-node-group-backoff-duration", default_value = "5m", value_parser = duration)]
@@ -345,4 +393,8 @@ pub struct DecisionFlags {
     /// Loop period; also the unit of the scale-down candidate limit.
     #[arg(long = "scan-interval", default_value = "10s", value_parser = duration)]
     pub scan_interval: Duration,
+
+    /// Upstream flags accepted for compatibility (see `compat`).
+    #[command(flatten)]
+    pub compat: super::compat::CompatFlags,
 }

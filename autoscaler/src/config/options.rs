@@ -72,17 +72,32 @@ pub struct AutoscalingOptions {
     pub max_total_unready_percentage: f64,
     pub scale_up_from_zero: bool,
     pub startup_taints: Vec<String>,
+    /// `--startup-taint-prefix`, besides upstream's built-in prefixes.
+    pub startup_taint_prefixes: Vec<String>,
     pub status_taints: Vec<String>,
     pub scale_from_unschedulable: bool,
     pub force_ds: bool,
     pub enforce_node_group_min_size: bool,
     pub allowed_scheduler_names: Vec<String>,
+    /// Their pods trigger scale-ups without a PodScheduled condition and without waiting.
+    pub bypassed_scheduler_names: Vec<String>,
     pub scan_interval: Duration,
     pub node_delete_delay_after_taint: Duration,
     pub max_graceful_termination_sec: i64,
     pub max_pod_eviction_time: Duration,
     pub cordon_node_before_terminating: bool,
     pub max_bulk_soft_taint_count: usize,
+    pub max_bulk_soft_taint_time: Duration,
+    /// How long a node's `delay-deletion.cluster-autoscaler.kubernetes.io/` annotations may hold
+    /// its deletion.
+    pub node_deletion_delay_timeout: Duration,
+    /// How long deletions of one group are collected into one `DeleteNodes` call.
+    pub node_deletion_batcher_interval: Duration,
+    pub force_delete_failed_nodes: bool,
+    /// The scale-down delays apply per node group.
+    pub scale_down_delay_type_local: bool,
+    pub parallel_scale_up: bool,
+    pub csi_node_aware_scheduling: bool,
     pub initial_node_group_backoff_duration: Duration,
     pub max_node_group_backoff_duration: Duration,
     pub node_group_backoff_reset_timeout: Duration,
@@ -141,17 +156,26 @@ impl Default for AutoscalingOptions {
             max_total_unready_percentage: 45.0,
             scale_up_from_zero: true,
             startup_taints: Vec::new(),
+            startup_taint_prefixes: Vec::new(),
             status_taints: Vec::new(),
             scale_from_unschedulable: false,
             force_ds: false,
             enforce_node_group_min_size: false,
             allowed_scheduler_names: Vec::new(),
+            bypassed_scheduler_names: Vec::new(),
             scan_interval: Duration::from_secs(10),
             node_delete_delay_after_taint: Duration::from_secs(5),
             max_graceful_termination_sec: 600,
             max_pod_eviction_time: Duration::from_secs(120),
             cordon_node_before_terminating: true,
             max_bulk_soft_taint_count: 10,
+            max_bulk_soft_taint_time: Duration::from_secs(3),
+            node_deletion_delay_timeout: Duration::from_secs(120),
+            node_deletion_batcher_interval: Duration::ZERO,
+            force_delete_failed_nodes: false,
+            scale_down_delay_type_local: false,
+            parallel_scale_up: false,
+            csi_node_aware_scheduling: false,
             initial_node_group_backoff_duration: Duration::from_secs(300),
             max_node_group_backoff_duration: Duration::from_secs(1800),
             node_group_backoff_reset_timeout: Duration::from_secs(3 * 3600),
@@ -237,6 +261,17 @@ impl AutoscalingOptions {
             allow_non_atomic_scale_up_to_max: false,
             ignore_daemonsets_utilization: f.ignore_daemonsets_utilization,
         };
+        f.compat.refuse_unbuilt()?;
+        // Upstream: bypassed schedulers must be allowed ones (when a list of allowed ones is set).
+        if !f.allowed_scheduler_names.is_empty()
+            && let Some(name) = f.bypassed_scheduler_names.iter().find(|n| !f.allowed_scheduler_names.contains(n))
+        {
+            return Err(ConfigError {
+                flag: "bypassed-scheduler-names",
+                value: f.bypassed_scheduler_names.join(","),
+                reason: format!("{name} is not in --allowed-scheduler-names"),
+            });
+        }
         let mut startup_taints = f.startup_taint.clone();
         startup_taints.extend(f.ignore_taint.iter().cloned());
         Ok(AutoscalingOptions {
@@ -286,17 +321,26 @@ impl AutoscalingOptions {
             max_total_unready_percentage: f.max_total_unready_percentage,
             scale_up_from_zero: f.scale_up_from_zero,
             startup_taints,
+            startup_taint_prefixes: f.startup_taint_prefix.clone(),
             status_taints: f.status_taint.clone(),
             scale_from_unschedulable: f.scale_from_unschedulable,
             force_ds: f.force_ds,
             enforce_node_group_min_size: f.enforce_node_group_min_size,
             allowed_scheduler_names: f.allowed_scheduler_names.clone(),
+            bypassed_scheduler_names: f.bypassed_scheduler_names.clone(),
             scan_interval: f.scan_interval,
             node_delete_delay_after_taint: f.node_delete_delay_after_taint,
             max_graceful_termination_sec: f.max_graceful_termination_sec.max(0),
             max_pod_eviction_time: f.max_pod_eviction_time,
             cordon_node_before_terminating: f.cordon_node_before_terminating,
             max_bulk_soft_taint_count: f.max_bulk_soft_taint_count,
+            max_bulk_soft_taint_time: f.max_bulk_soft_taint_time,
+            node_deletion_delay_timeout: f.node_deletion_delay_timeout,
+            node_deletion_batcher_interval: f.node_deletion_batcher_interval,
+            force_delete_failed_nodes: f.force_delete_failed_nodes,
+            scale_down_delay_type_local: f.scale_down_delay_type_local,
+            parallel_scale_up: f.parallel_scale_up,
+            csi_node_aware_scheduling: f.enable_csi_node_aware_scheduling,
             initial_node_group_backoff_duration: f.initial_node_group_backoff_duration,
             max_node_group_backoff_duration: f.max_node_group_backoff_duration,
             node_group_backoff_reset_timeout: f.node_group_backoff_reset_timeout,
@@ -313,6 +357,21 @@ impl AutoscalingOptions {
             hpa_aware_scale_up: f.hpa_aware_scale_up,
             ..AutoscalingOptions::default()
         })
+    }
+
+    /// A startup taint: upstream's built-in prefixes, `--startup-taint-prefix`, and the keys of
+    /// `--startup-taint` / `--ignore-taint`.
+    pub fn is_startup_taint(&self, key: &str) -> bool {
+        use simulator::well_known::{IGNORE_TAINT_PREFIX, STARTUP_TAINT_PREFIX};
+        key.starts_with(STARTUP_TAINT_PREFIX)
+            || key.starts_with(IGNORE_TAINT_PREFIX)
+            || self.startup_taint_prefixes.iter().any(|p| !p.is_empty() && key.starts_with(p.as_str()))
+            || self.startup_taints.iter().any(|t| t == key)
+    }
+
+    /// A status taint: upstream's built-in prefix and the keys of `--status-taint`.
+    pub fn is_status_taint(&self, key: &str) -> bool {
+        key.starts_with(simulator::well_known::STATUS_TAINT_PREFIX) || self.status_taints.iter().any(|t| t == key)
     }
 
     /// Cluster-wide limits as the cloud provider's resource limiter expresses them.

@@ -7,7 +7,13 @@
 //! a node whose pods may now not be evicted, is released → Draining (evictions through the
 //! Eviction API, which enforces PDBs; a refused eviction is retried until
 //! `--max-pod-eviction-time`) → WaitingForPods (until they are gone, at most the longest grace
-//! period + 30 s) → Deleting (`NodeGroup::delete_nodes`). Any failure removes the taint again.
+//! period + 30 s) → Deleting: while the node carries `delay-deletion.cluster-autoscaler.kubernetes.io/`
+//! annotations it waits for them to go, at most `--node-deletion-delay-timeout`; then it is ready
+//! for `NodeGroup::delete_nodes`, one call per node, or with `--node-deletion-batcher-interval`
+//! one call per group for the nodes that became ready within the interval. Once `delete_nodes`
+//! returns the deletion no longer counts against the parallelism budgets (upstream ends it
+//! there); the node is kept out of scale-down until its Node object goes. Any failure removes
+//! the taint again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +23,7 @@ use cloudprovider::NodeGroup;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
-use simulator::well_known::{ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
+use simulator::well_known::{DELAY_DELETION_PREFIX, ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
 use simulator::{NodeInfo, PodInfo};
 
 use super::registry::Registry;
@@ -62,7 +68,14 @@ enum Phase {
         timeout: Duration,
         pods: Vec<String>,
     },
-    Deleting,
+    /// Drained (or empty): waiting for `delay-deletion` annotations to go, since `since`.
+    Deleting {
+        since: Timestamp,
+    },
+    /// Ready for `delete_nodes` since `since` (the batcher groups nodes ready within its interval).
+    ReadyToDelete {
+        since: Timestamp,
+    },
     /// `delete_nodes` succeeded; waiting for the Node object to go away.
     Deleted,
 }
@@ -89,6 +102,8 @@ pub struct ActuationReport {
     pub tainted: Vec<String>,
     pub deleted: Vec<(String, String, RemovalReason)>,
     pub failed: Vec<(String, String)>,
+    /// The node groups of the deletions in `failed` that were in flight.
+    pub failed_groups: Vec<String>,
     pub evicted: Vec<String>,
     pub events: Vec<Event>,
 }
@@ -188,6 +203,7 @@ impl Actuator {
     ) {
         if let Some(d) = self.in_flight.remove(node) {
             registry.deletion_finished(&d.group, node);
+            report.failed_groups.push(d.group);
         }
         let _ = actions.untaint_node(node, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating).await;
         report.events.push(node_event(node, EventType::Warning, "ScaleDownFailed", why.clone()));
@@ -231,7 +247,7 @@ impl Actuator {
                         for p in pods {
                             let _ = actions.evict_pod(&p.namespace, &p.name, p.grace).await;
                         }
-                        Phase::Deleting
+                        Phase::Deleting { since: now }
                     }
                     Ok(_) => {
                         let why = "the node was empty when chosen but now has pods to move".to_string();
@@ -296,41 +312,97 @@ impl Actuator {
                     })
                     .collect();
                 if !pods.iter().any(|k| on_node.contains(k)) {
-                    phase = Phase::Deleting;
+                    phase = Phase::Deleting { since: now };
                 } else if now > plus(since, timeout) {
                     let why = "failed to drain the node: evicted pods did not leave in time".to_string();
                     self.release(&name, why, actions, registry, options, &mut report).await;
                     continue;
                 }
             }
-            if let Phase::Deleting = phase {
-                let result = match groups.get(&deletion.group) {
-                    Some(group) => group.delete_nodes(&[(***node).clone()]).await.map_err(|e| e.to_string()),
-                    None => Err(format!("node group {} not found", deletion.group)),
-                };
-                match result {
-                    Ok(()) => {
-                        report.deleted.push((name.clone(), deletion.group.clone(), deletion.reason));
-                        report.events.push(node_event(
-                            &name,
-                            EventType::Normal,
-                            "ScaleDown",
-                            "nodes removed by cluster autoscaler".into(),
-                        ));
-                        phase = Phase::Deleted;
+            if let Phase::Deleting { since } = phase {
+                let held =
+                    node.metadata.annotations.iter().flatten().any(|(key, _)| key.starts_with(DELAY_DELETION_PREFIX));
+                if held && now <= plus(since, options.node_deletion_delay_timeout) {
+                    if let Some(d) = self.in_flight.get_mut(&name) {
+                        d.phase = phase;
                     }
-                    Err(e) => {
-                        let why = format!("failed to delete the node: {e}");
-                        self.release(&name, why, actions, registry, options, &mut report).await;
-                        continue;
-                    }
+                    continue;
                 }
+                if held {
+                    tracing::warn!(node = %name, "delay-deletion annotations still present after --node-deletion-delay-timeout; deleting the node anyway");
+                }
+                phase = Phase::ReadyToDelete { since: now };
             }
             if let Some(d) = self.in_flight.get_mut(&name) {
                 d.phase = phase;
             }
         }
+        self.delete_ready(&nodes, groups, actions, registry, options, now, &mut report).await;
         report
+    }
+
+    /// Calls `delete_nodes` for the nodes ready to go: one call per node, or with
+    /// `--node-deletion-batcher-interval` one call per group once its oldest ready node has
+    /// waited the interval (a failed call fails the whole batch, as upstream's batcher).
+    #[allow(clippy::too_many_arguments)]
+    async fn delete_ready(
+        &mut self,
+        nodes: &BTreeMap<&str, &Arc<Node>>,
+        groups: &BTreeMap<String, Arc<dyn NodeGroup>>,
+        actions: &dyn ClusterActions,
+        registry: &mut Registry,
+        options: &AutoscalingOptions,
+        now: Timestamp,
+        report: &mut ActuationReport,
+    ) {
+        let mut ready: BTreeMap<String, Vec<(String, Timestamp)>> = BTreeMap::new();
+        for (name, d) in &self.in_flight {
+            if let Phase::ReadyToDelete { since } = d.phase {
+                ready.entry(d.group.clone()).or_default().push((name.clone(), since));
+            }
+        }
+        let interval = options.node_deletion_batcher_interval;
+        for (group_id, members) in ready {
+            let batches: Vec<Vec<String>> = if interval.is_zero() {
+                members.into_iter().map(|(name, _)| vec![name]).collect()
+            } else {
+                let oldest = members.iter().map(|(_, since)| *since).min().unwrap_or(now);
+                if now < plus(oldest, interval) {
+                    continue;
+                }
+                vec![members.into_iter().map(|(name, _)| name).collect()]
+            };
+            for batch in batches {
+                let doomed: Vec<Node> =
+                    batch.iter().filter_map(|name| nodes.get(name.as_str())).map(|n| (***n).clone()).collect();
+                let result = match groups.get(&group_id) {
+                    Some(group) => group.delete_nodes(&doomed).await.map_err(|e| e.to_string()),
+                    None => Err(format!("node group {group_id} not found")),
+                };
+                for name in batch {
+                    match &result {
+                        Ok(()) => {
+                            let Some(d) = self.in_flight.get_mut(&name) else { continue };
+                            report.deleted.push((name.clone(), d.group.clone(), d.reason));
+                            report.events.push(node_event(
+                                &name,
+                                EventType::Normal,
+                                "ScaleDown",
+                                "nodes removed by cluster autoscaler".into(),
+                            ));
+                            d.phase = Phase::Deleted;
+                            // The cloud has the node: the deletion stops counting against the
+                            // budgets (upstream), though the Node object may stay a while.
+                            registry.deletion_finished(&group_id, &name);
+                        }
+                        Err(e) => {
+                            let why = format!("failed to delete the node: {e}");
+                            self.release(&name, why, actions, registry, options, report).await;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Pods to evict from a node now, with their grace periods, or why the node must be kept.

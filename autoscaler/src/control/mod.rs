@@ -327,6 +327,7 @@ impl Autoscaler {
         let mut report = LoopReport { time: now.to_string(), ..Default::default() };
         self.provider.refresh().await?;
         let view = self.reader.view().await?;
+        self.provider.observe_nodes(&view.nodes);
         if self.first_loop {
             self.clean_stale_taints(&view, &mut report).await;
             self.first_loop = false;
@@ -422,9 +423,15 @@ impl Autoscaler {
 
         let unneeded: BTreeSet<String> =
             plan.scale_down.unneeded.iter().map(|n| n.node.clone()).filter(|n| !self.actuator.is_deleting(n)).collect();
-        let (tainted, untainted) =
-            update_soft_taints(&view, &unneeded, self.actions.as_ref(), self.options.max_bulk_soft_taint_count, now)
-                .await;
+        let (tainted, untainted) = update_soft_taints(
+            &view,
+            &unneeded,
+            self.actions.as_ref(),
+            self.options.max_bulk_soft_taint_count,
+            self.options.max_bulk_soft_taint_time,
+            now,
+        )
+        .await;
         report.soft_tainted = tainted;
         report.soft_untainted = untainted;
 
@@ -482,9 +489,12 @@ impl Autoscaler {
             let mut allowed = state.target_size.saturating_sub(state.min_size);
             for i in list {
                 // Upstream keeps unregistered nodes at the group's minimum unless forced, and
-                // removes failed creations with DeleteNodes, which respects the minimum too
-                // (ForceDeleteNodes only with --force-delete-failed-nodes, not offered here).
-                let force = i.reason == "unregistered" && self.options.force_delete_unregistered_nodes;
+                // removes failed creations with DeleteNodes, which respects the minimum too,
+                // or with ForceDeleteNodes under --force-delete-failed-nodes.
+                let force = match i.reason {
+                    "unregistered" => self.options.force_delete_unregistered_nodes,
+                    _ => self.options.force_delete_failed_nodes,
+                };
                 if i.reason == "unregistered" && !force {
                     if allowed == 0 {
                         continue;
@@ -542,19 +552,47 @@ impl Autoscaler {
         }
         if plan.scale_up.result == ScaleUpResult::Successful {
             let mut done = Vec::new();
-            for inc in &plan.scale_up.increases {
-                let Some(handle) = cloud.handles.get(&inc.node_group) else { continue };
-                let message = format!(
+            let calls: Vec<(&GroupIncrease, Arc<dyn NodeGroup>)> = plan
+                .scale_up
+                .increases
+                .iter()
+                .filter_map(|inc| cloud.handles.get(&inc.node_group).map(|h| (inc, h.clone())))
+                .collect();
+            let setting = |inc: &GroupIncrease| {
+                format!(
                     "Scale-up: setting group {} size to {} instead of {} (max: {})",
                     inc.node_group, inc.new_size, inc.current_size, inc.max_size
-                );
-                report.events.push(Event {
-                    object: config_map.clone(),
-                    event_type: EventType::Normal,
-                    reason: "ScaledUpGroup".into(),
-                    message: message.clone(),
-                });
-                match handle.increase_size(inc.delta).await {
+                )
+            };
+            let results: Vec<(&GroupIncrease, Result<(), CloudProviderError>)> = if self.options.parallel_scale_up {
+                // `--parallel-scale-up`: every group's IncreaseSize at once (balancing across groups).
+                for (inc, _) in &calls {
+                    report.events.push(Event {
+                        object: config_map.clone(),
+                        event_type: EventType::Normal,
+                        reason: "ScaledUpGroup".into(),
+                        message: setting(inc),
+                    });
+                }
+                futures::future::join_all(
+                    calls.iter().map(|(inc, handle)| async move { (*inc, handle.increase_size(inc.delta).await) }),
+                )
+                .await
+            } else {
+                let mut results = Vec::new();
+                for (inc, handle) in &calls {
+                    report.events.push(Event {
+                        object: config_map.clone(),
+                        event_type: EventType::Normal,
+                        reason: "ScaledUpGroup".into(),
+                        message: setting(inc),
+                    });
+                    results.push((*inc, handle.increase_size(inc.delta).await));
+                }
+                results
+            };
+            for (inc, result) in results {
+                match result {
                     Ok(()) => {
                         let provision = cloud
                             .group(&inc.node_group)
@@ -567,7 +605,7 @@ impl Autoscaler {
                             object: config_map.clone(),
                             event_type: EventType::Normal,
                             reason: "ScaledUpGroup".into(),
-                            message: format!("{message} (setting group size succeeded)"),
+                            message: format!("{} (setting group size succeeded)", setting(inc)),
                         });
                         done.push(format!(
                             "{{{} {}->{} (max: {})}}",
@@ -588,6 +626,9 @@ impl Autoscaler {
             }
             if !done.is_empty() {
                 self.memory.last_scale_up = Some(now);
+                for inc in &plan.scale_up.increases {
+                    self.memory.group_scale_ups.insert(inc.node_group.clone(), now);
+                }
                 for pod in &plan.scale_up.pods_triggered {
                     let (ns, name) = pod.split_once('/').unwrap_or(("default", pod));
                     report.events.push(Event {
@@ -659,6 +700,9 @@ impl Autoscaler {
         match result {
             Ok(r) => {
                 self.memory.last_scale_down_delete = Some(now);
+                for (_, group, _, _) in &batch {
+                    self.memory.group_scale_down_deletes.insert(group.clone(), now);
+                }
                 report.deletions_started.extend(r.tainted.iter().cloned());
                 report.events.extend(r.events);
                 let empty: Vec<&str> = batch.iter().filter(|b| !b.2).map(|b| b.0.as_str()).collect();
@@ -683,6 +727,9 @@ impl Autoscaler {
             }
             Err(r) => {
                 self.memory.last_scale_down_failure = Some(now);
+                for (_, group, _, _) in &batch {
+                    self.memory.group_scale_down_failures.insert(group.clone(), now);
+                }
                 report.deletion_failures.extend(r.failed.iter().cloned());
                 report.events.extend(r.events);
             }
@@ -692,6 +739,9 @@ impl Autoscaler {
     fn absorb(&mut self, progress: ActuationReport, now: Timestamp, report: &mut LoopReport) {
         if !progress.failed.is_empty() {
             self.memory.last_scale_down_failure = Some(now);
+        }
+        for group in &progress.failed_groups {
+            self.memory.group_scale_down_failures.insert(group.clone(), now);
         }
         report.deleted.extend(progress.deleted.iter().map(|(n, g, r)| (n.clone(), g.clone(), r.as_str().to_string())));
         report.deletion_failures.extend(progress.failed);

@@ -1,7 +1,8 @@
 //! Soft taints (upstream `softtaint.go`): unneeded nodes get
 //! `DeletionCandidateOfClusterAutoscaler=<unix seconds>:PreferNoSchedule`, so the scheduler
 //! prefers other nodes for new pods; nodes needed again lose it. At most
-//! `--max-bulk-soft-taint-count` API calls per loop; 0 disables soft tainting.
+//! `--max-bulk-soft-taint-count` API calls per loop (0 disables soft tainting), and no new call
+//! once `--max-bulk-soft-taint-time` of wall-clock time has passed in this step.
 
 use std::collections::BTreeSet;
 
@@ -22,13 +23,15 @@ pub async fn update_soft_taints(
     unneeded: &BTreeSet<String>,
     actions: &dyn ClusterActions,
     budget: usize,
+    time_budget: std::time::Duration,
     now: Timestamp,
 ) -> (Vec<String>, Vec<String>) {
     let mut tainted = Vec::new();
     let mut untainted = Vec::new();
     let mut calls = 0;
+    let deadline = std::time::Instant::now().checked_add(time_budget);
     for node in &view.nodes {
-        if calls >= budget {
+        if calls >= budget || deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }
         let name = node.metadata.name.as_deref().unwrap_or("");

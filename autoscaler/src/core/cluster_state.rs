@@ -70,7 +70,7 @@ impl ClusterState {
             let group = cloud.group_of_node(&name);
             let startup =
                 group.map_or(options.node_group_defaults.max_node_startup_time, |g| g.options.max_node_startup_time);
-            let r = readiness(node, now, startup, &options.startup_taints, &cloud.gpu_label);
+            let r = readiness(node, now, startup, options, &cloud.gpu_label);
             match r {
                 Readiness::Ready => state.ready += 1,
                 Readiness::Unready => state.unready += 1,

@@ -59,6 +59,25 @@ pub fn is_unschedulable(pod: &Pod) -> bool {
             .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
 }
 
+/// A pending pod of a `--bypassed-scheduler-names` scheduler that has not marked it yet (no
+/// PodScheduled condition): upstream treats it as unschedulable at once.
+fn awaits_bypassed_scheduler(pod: &Pod, options: &AutoscalingOptions) -> bool {
+    if options.bypassed_scheduler_names.is_empty() {
+        return false;
+    }
+    let name = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+    let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+    let scheduled_condition =
+        status.and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| c.type_ == "PodScheduled");
+    options.bypassed_scheduler_names.iter().any(|n| n == name)
+        && !bound
+        && phase == "Pending"
+        && pod.metadata.deletion_timestamp.is_none()
+        && !scheduled_condition
+}
+
 fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
     if options.allowed_scheduler_names.is_empty() {
         return true;
@@ -92,7 +111,8 @@ fn is_anticipated(pod: &PodInfo) -> bool {
 }
 
 /// Upstream waits one loop when every pending pod is very new (< 2s; GPU pods < 30s), expecting
-/// more to come. Anticipated pods are exactly the ones not to wait for.
+/// more to come — unless schedulers are bypassed. Anticipated pods are exactly the ones not to
+/// wait for.
 fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
     if pods.iter().any(|p| is_anticipated(p)) {
         return false;
@@ -118,7 +138,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
     let mut ignored: BTreeMap<String, String> = BTreeMap::new();
     for pod in &view.pods {
-        let unschedulable = is_unschedulable(pod);
+        let unschedulable = is_unschedulable(pod) || awaits_bypassed_scheduler(pod, options);
         let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| node_names.contains(n));
         if bound_to.is_none() && !unschedulable {
             continue;
@@ -169,7 +189,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // upcoming) with their pods, then template copies for upcoming nodes.
     let mut snapshot = ClusterSnapshot::new();
     snapshot.set_namespaces(view.namespaces.iter().map(|n| &**n));
-    if let Some(volumes) = view.volume_index() {
+    if let Some(volumes) = view.volume_index(options.csi_node_aware_scheduling) {
         snapshot.set_volumes(volumes);
     }
     let mut unmanaged_capacity: BTreeMap<String, i64> = BTreeMap::new();
@@ -264,7 +284,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
                 })
                 .collect();
             p
-        } else if all_pods_very_new(&to_help, now) {
+        } else if options.bypassed_scheduler_names.is_empty() && all_pods_very_new(&to_help, now) {
             ScaleUpPlan::empty(ScaleUpResult::InCooldown, "unschedulable pods are very new, waiting one loop for more")
         } else {
             plan_scale_up(&up_ctx, &mut snapshot, &to_help, expander)
@@ -322,6 +342,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     };
 
     let pending_count = view.pods.iter().filter(|p| is_unschedulable(p)).count();
+    let unprocessed_count = view.pods.iter().filter(|p| awaits_bypassed_scheduler(p, options)).count();
     let plan = Plan {
         time: now.to_string(),
         cluster: ClusterSummary {
@@ -331,6 +352,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             not_started_nodes: state.not_started,
             pods: view.pods.len(),
             pending_pods: pending_count,
+            scheduler_unprocessed_pods: unprocessed_count,
             healthy: state.healthy,
             node_groups: cloud
                 .groups

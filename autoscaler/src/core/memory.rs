@@ -14,6 +14,10 @@ pub struct LoopMemory {
     pub last_scale_up: Option<Timestamp>,
     pub last_scale_down_delete: Option<Timestamp>,
     pub last_scale_down_failure: Option<Timestamp>,
+    /// The same per node group, for `--scale-down-delay-type-local`.
+    pub group_scale_ups: HashMap<String, Timestamp>,
+    pub group_scale_down_deletes: HashMap<String, Timestamp>,
+    pub group_scale_down_failures: HashMap<String, Timestamp>,
     /// Nodes whose deletion the loop has started and not finished.
     pub deleting: HashSet<String>,
     /// `plan` has no history: treat every unneeded node as unneeded long enough, so the plan

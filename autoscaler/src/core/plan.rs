@@ -170,6 +170,8 @@ pub struct ClusterSummary {
     pub not_started_nodes: usize,
     pub pods: usize,
     pub pending_pods: usize,
+    /// Pending pods of `--bypassed-scheduler-names` schedulers not marked by them yet.
+    pub scheduler_unprocessed_pods: usize,
     pub healthy: bool,
     pub node_groups: Vec<NodeGroupSummary>,
 }

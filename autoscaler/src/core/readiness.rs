@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
-use simulator::well_known::{IGNORE_TAINT_PREFIX, STARTUP_TAINT_PREFIX, TO_BE_DELETED_TAINT};
+use simulator::well_known::TO_BE_DELETED_TAINT;
+
+use crate::config::AutoscalingOptions;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Readiness {
@@ -36,14 +38,10 @@ pub fn reports_ready(node: &Node) -> bool {
     ready && !impaired && !tainted
 }
 
-/// A startup taint (by prefix, or a key given with `--startup-taint`): the node is still
-/// being set up and counts as not ready.
-pub fn has_startup_taint(node: &Node, startup_taints: &[String]) -> bool {
-    node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten().any(|t| {
-        t.key.starts_with(STARTUP_TAINT_PREFIX)
-            || t.key.starts_with(IGNORE_TAINT_PREFIX)
-            || startup_taints.contains(&t.key)
-    })
+/// A startup taint (by prefix, or a key or prefix given with `--startup-taint` /
+/// `--startup-taint-prefix`): the node is still being set up and counts as not ready.
+pub fn has_startup_taint(node: &Node, options: &AutoscalingOptions) -> bool {
+    node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten().any(|t| options.is_startup_taint(&t.key))
 }
 
 /// A node that should have GPUs (it carries the GPU label) but reports none allocatable yet:
@@ -67,11 +65,11 @@ pub fn readiness(
     node: &Node,
     now: Timestamp,
     max_node_startup_time: Duration,
-    startup_taints: &[String],
+    options: &AutoscalingOptions,
     gpu_label: &str,
 ) -> Readiness {
     let ready = reports_ready(node)
-        && !has_startup_taint(node, startup_taints)
+        && !has_startup_taint(node, options)
         && !gpu_not_ready(node, gpu_label, simulator::resources::NVIDIA_GPU);
     if ready {
         return Readiness::Ready;

@@ -15,8 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::jiff::Timestamp;
 use simulator::predicates::{matches_node_selection, untolerated_taint};
 use simulator::well_known::{
-    DELETION_CANDIDATE_TAINT, HOSTNAME_LABEL, IGNORE_TAINT_PREFIX, NODE_CONDITION_TAINTS, STARTUP_TAINT_PREFIX,
-    STATUS_TAINT_PREFIX, TEMPLATE_NODE_LABEL, TO_BE_DELETED_TAINT,
+    DELETION_CANDIDATE_TAINT, HOSTNAME_LABEL, NODE_CONDITION_TAINTS, TEMPLATE_NODE_LABEL, TO_BE_DELETED_TAINT,
 };
 use simulator::{NodeInfo, PodInfo};
 
@@ -44,11 +43,8 @@ fn strip_taint(key: &str, options: &AutoscalingOptions) -> bool {
     key == TO_BE_DELETED_TAINT
         || key == DELETION_CANDIDATE_TAINT
         || NODE_CONDITION_TAINTS.contains(&key)
-        || key.starts_with(STARTUP_TAINT_PREFIX)
-        || key.starts_with(IGNORE_TAINT_PREFIX)
-        || key.starts_with(STATUS_TAINT_PREFIX)
-        || options.startup_taints.iter().any(|t| t == key)
-        || options.status_taints.iter().any(|t| t == key)
+        || options.is_startup_taint(key)
+        || options.is_status_taint(key)
 }
 
 /// A clean copy of `node` named for `group`.

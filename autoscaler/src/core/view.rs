@@ -43,14 +43,17 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    /// The volume index for the snapshot, when the source reports volumes.
-    pub fn volume_index(&self) -> Option<VolumeIndex> {
+    /// The volume index for the snapshot, when the source reports volumes. CSI volume limits
+    /// only with `csi_limits` (upstream's `--enable-csi-node-aware-scheduling`, off by default:
+    /// without it upstream's snapshot holds no CSINodes, so no node has a known limit).
+    pub fn volume_index(&self, csi_limits: bool) -> Option<VolumeIndex> {
+        let csi_nodes = if csi_limits { self.csi_nodes.as_slice() } else { &[] };
         self.volumes_observed.then(|| {
             VolumeIndex::new(
                 self.persistent_volume_claims.iter().cloned(),
                 self.persistent_volumes.iter().cloned(),
                 self.storage_classes.iter().cloned(),
-                self.csi_nodes.iter().cloned(),
+                csi_nodes.iter().cloned(),
             )
         })
     }

@@ -195,6 +195,68 @@ pub struct Metrics {
     /// The cloud provider's own metrics (`CloudProvider::register_metrics`), registered once the
     /// provider is built, after serving started.
     provider_registry: Mutex<Registry>,
+    /// `--emit-per-nodegroup-metrics`.
+    per_group: Option<PerGroupMetrics>,
+    /// Events dropped because the event queue was full (`record_events_dropped`).
+    events_dropped: Counter,
+    events_dropped_seen: Mutex<u64>,
+}
+
+/// Upstream's per-node-group gauges, registered only with `--emit-per-nodegroup-metrics`.
+#[derive(Debug, Default)]
+struct PerGroupMetrics {
+    min_count: Family<OneLabel, Gauge>,
+    max_count: Family<OneLabel, Gauge>,
+    target_count: Family<OneLabel, Gauge>,
+    healthiness: Family<OneLabel, Gauge>,
+    backoff_status: Family<TwoLabels, Gauge>,
+    /// Groups seen, so a group that goes away is set to 0 rather than left behind.
+    seen: Mutex<BTreeSet<String>>,
+}
+
+impl PerGroupMetrics {
+    fn register(&self, r: &mut Registry) {
+        r.register("node_group_min_count", "Minimum number of nodes in the node group", self.min_count.clone());
+        r.register("node_group_max_count", "Maximum number of nodes in the node group", self.max_count.clone());
+        r.register(
+            "node_group_target_count",
+            "Target number of nodes in the node group by CA",
+            self.target_count.clone(),
+        );
+        r.register(
+            "node_group_healthiness",
+            "Whether or not node group is healthy enough for autoscaling. 1 if it is, 0 otherwise",
+            self.healthiness.clone(),
+        );
+        r.register(
+            "node_group_backoff_status",
+            "Whether or not node group is backed off from autoscaling. 1 if it is, 0 otherwise",
+            self.backoff_status.clone(),
+        );
+    }
+
+    fn record(&self, groups: &[crate::core::plan::NodeGroupSummary], state: &ClusterState) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        for gone in seen.iter().filter(|id| !groups.iter().any(|g| &g.id == *id)) {
+            let group = one("node_group", gone);
+            self.target_count.get_or_create(&group).set(0);
+            self.healthiness.get_or_create(&group).set(0);
+        }
+        seen.clear();
+        for g in groups {
+            let group = one("node_group", &g.id);
+            self.min_count.get_or_create(&group).set(g.min_size as i64);
+            self.max_count.get_or_create(&group).set(g.max_size as i64);
+            self.target_count.get_or_create(&group).set(g.target_size as i64);
+            self.healthiness.get_or_create(&group).set(i64::from(g.healthy));
+            let backoff = state.group(&g.id).and_then(|s| s.backoff.as_ref());
+            let reason = backoff.map_or_else(String::new, |b| b.error_code.clone());
+            self.backoff_status
+                .get_or_create(&[("node_group", g.id.clone()), ("reason", reason)])
+                .set(i64::from(backoff.is_some()));
+            seen.insert(g.id.clone());
+        }
+    }
 }
 
 /// Upstream's `function_duration_seconds` buckets: 150 exponential buckets from 0.1 s to
@@ -206,6 +268,26 @@ fn function_duration_histogram() -> Histogram {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+impl Metrics {
+    /// With upstream's per-node-group gauges (`--emit-per-nodegroup-metrics`).
+    pub fn with_per_node_group_metrics() -> Metrics {
+        let mut m = Metrics::new();
+        let per_group = PerGroupMetrics::default();
+        per_group.register(&mut m.registry);
+        m.per_group = Some(per_group);
+        m
+    }
+
+    /// The event recorder's drop count so far (`record_events_dropped` takes the running total).
+    pub fn record_events_dropped(&self, total: u64) {
+        let mut seen = self.events_dropped_seen.lock().unwrap_or_else(|e| e.into_inner());
+        if total > *seen {
+            self.events_dropped.inc_by(total - *seen);
+            *seen = total;
+        }
     }
 }
 
@@ -242,6 +324,9 @@ impl Metrics {
             max_nodes_total: Mutex::new(0),
             unremovable_reasons_seen: Mutex::new(BTreeSet::new()),
             provider_registry: Mutex::new(Registry::with_prefix("cluster_autoscaler")),
+            per_group: None,
+            events_dropped: Counter::default(),
+            events_dropped_seen: Mutex::new(0),
         };
         let r = &mut m.registry;
         r.register(
@@ -250,6 +335,11 @@ impl Metrics {
             m.cluster_safe_to_autoscale.clone(),
         );
         r.register("nodes_count", "Number of nodes in cluster", m.nodes_count.clone());
+        r.register(
+            "events_dropped",
+            "Events not recorded because the event queue was full (not an upstream metric)",
+            m.events_dropped.clone(),
+        );
         r.register("node_groups_count", "Number of node groups managed by CA", m.node_groups_count.clone());
         r.register(
             "unschedulable_pods_count",
@@ -419,8 +509,12 @@ impl Metrics {
             self.unschedulable_pods_count
                 .get_or_create(&one("type", "unschedulable"))
                 .set(plan.cluster.pending_pods as i64);
-            // We do not bypass the scheduler (`--bypassed-scheduler-names`): nothing is unprocessed.
-            self.unschedulable_pods_count.get_or_create(&one("type", "scheduler_unprocessed")).set(0);
+            self.unschedulable_pods_count
+                .get_or_create(&one("type", "scheduler_unprocessed"))
+                .set(plan.cluster.scheduler_unprocessed_pods as i64);
+            if let Some(per_group) = &self.per_group {
+                per_group.record(&plan.cluster.node_groups, state);
+            }
             let group_max: usize = plan.cluster.node_groups.iter().map(|g| g.max_size).sum();
             let cap = *self.max_nodes_total.lock().unwrap_or_else(|e| e.into_inner());
             self.max_nodes_count.set(if cap > 0 { cap.min(group_max) } else { group_max } as i64);

@@ -61,6 +61,7 @@ fn plan(scale_up: ScaleUpResult, scale_down_status: &str, unremovable: &[&str], 
             not_started_nodes: 0,
             pods: 20,
             pending_pods: 3,
+            scheduler_unprocessed_pods: 0,
             healthy: true,
             node_groups: ["g1", "g2"]
                 .iter()

@@ -43,10 +43,12 @@ impl StaticCloudProvider {
         Ok(StaticCloudProvider { shared, groups, pricing, limiter })
     }
 
-    /// Tells the provider which nodes are registered now (a long-running loop calls this with
-    /// every fresh view of the cluster). Target sizes change only to cover nodes that appeared.
+    /// Tells the provider which nodes are registered now (the loop calls this with every fresh
+    /// view of the cluster, through `CloudProvider::observe_nodes`): nodes that appeared join
+    /// their group (raising its target if needed); nodes that went away — removed by an operator
+    /// or another system, or deleted through this provider — leave it, and its target with them.
     pub fn observe_nodes(&self, nodes: &[Node]) {
-        self.shared.state().observe(&self.shared.config.node_groups, nodes);
+        self.shared.state().observe(&self.shared.config.node_groups, nodes.iter());
     }
 
     pub fn config(&self) -> &StaticConfig {
@@ -165,6 +167,10 @@ impl CloudProvider for StaticCloudProvider {
     }
 
     /// The state lives in memory and changes only through this provider and `observe_nodes`.
+    fn observe_nodes(&self, nodes: &[Arc<Node>]) {
+        self.shared.state().observe(&self.shared.config.node_groups, nodes.iter().map(|n| &**n));
+    }
+
     async fn refresh(&self) -> Result<()> {
         Ok(())
     }

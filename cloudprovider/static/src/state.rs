@@ -72,12 +72,16 @@ impl ProviderState {
             .map(|config| GroupState { target: config.target_size.unwrap_or(0), ..Default::default() })
             .collect();
         let mut state = ProviderState { groups, deleted: BTreeSet::new() };
-        state.observe(configs, nodes);
+        state.observe(configs, nodes.iter());
         state
     }
 
     /// Replaces the registered instances with the nodes now in the cluster.
-    pub(crate) fn observe(&mut self, configs: &[StaticNodeGroupConfig], nodes: &[Node]) {
+    ///
+    /// A registered node that is gone left its group: the target goes down with it (there is no
+    /// cloud that would replace it), so a node an operator removed frees its place. A deleted
+    /// node that is gone is simply finished.
+    pub(crate) fn observe<'n>(&mut self, configs: &[StaticNodeGroupConfig], nodes: impl Iterator<Item = &'n Node>) {
         let mut registered: Vec<Vec<String>> = vec![Vec::new(); self.groups.len()];
         let mut deleting: Vec<Vec<String>> = vec![Vec::new(); self.groups.len()];
         for node in nodes {
@@ -100,7 +104,8 @@ impl ProviderState {
             registered.dedup();
             deleting.sort();
             deleting.dedup();
-            group.target = group.target.max(registered.len());
+            let gone = group.registered.iter().filter(|id| registered.binary_search(id).is_err()).count();
+            group.target = group.target.saturating_sub(gone).max(registered.len());
             // A node may register under a placeholder's id (a harness creating the requested
             // instances does that): that placeholder, not the oldest, is the one fulfilled.
             group.placeholders.retain(|placeholder| registered.binary_search(placeholder).is_err());

@@ -157,6 +157,22 @@ async fn node_appearing_on_its_own_raises_the_target() {
 }
 
 #[tokio::test]
+async fn a_node_removed_by_an_operator_leaves_its_group_and_frees_its_place() {
+    let provider = provider(&[general("a"), general("b"), general("c")], &[]);
+    let general_group = group(&provider, "general");
+    assert_eq!(general_group.target_size().await.unwrap(), 3);
+    // `kubectl delete node b`: the group follows the cluster, no placeholder stands in for b.
+    provider.observe_nodes(&[general("a"), general("c")]);
+    assert_eq!(general_group.target_size().await.unwrap(), 2);
+    let states = instance_states(&general_group).await;
+    assert!(states.iter().all(|(_, state)| *state == InstanceState::Running), "{states:?}");
+    // Through the trait, as the loop calls it.
+    let nodes: Vec<Arc<Node>> = vec![Arc::new(general("a"))];
+    CloudProvider::observe_nodes(&provider, &nodes);
+    assert_eq!(general_group.target_size().await.unwrap(), 1);
+}
+
+#[tokio::test]
 async fn increase_size_raises_target_and_adds_placeholders() {
     let provider = provider(&[general("a")], &[]);
     let general = group(&provider, "general");

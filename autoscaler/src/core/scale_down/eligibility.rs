@@ -96,6 +96,10 @@ pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility 
             out.push(reason(UnremovableReason::NotAutoscaled));
             continue;
         };
+        // Upstream's local delays: a group inside its own delays offers no candidates.
+        if ctx.options.scale_down_delay_type_local && super::removable::group_in_local_delay(ctx, &group.id).is_some() {
+            continue;
+        }
         let in_progress = ctx.state.group(&group.id).map_or(0, |g| g.deletions_in_progress);
         if group.target_size.saturating_sub(in_progress) <= group.min_size {
             out.push(reason(UnremovableReason::NodeGroupMinSizeReached));

@@ -44,12 +44,35 @@ fn cluster_totals(ctx: &ScaleDownContext) -> BTreeMap<String, i64> {
     totals
 }
 
+/// Whether `t + d` is still ahead of `now`.
+fn within(t: Option<Timestamp>, d: std::time::Duration, now: Timestamp) -> bool {
+    t.is_some_and(|t| t + to_signed(d) > now)
+}
+
+/// With `--scale-down-delay-type-local`: why a group's nodes are not scale-down candidates now
+/// (the delays after add, delete and failure, applied to the group's own events).
+pub fn group_in_local_delay(ctx: &ScaleDownContext, group: &str) -> Option<&'static str> {
+    let (o, m, now) = (ctx.options, ctx.memory, ctx.now);
+    if within(m.group_scale_ups.get(group).copied(), o.scale_down_delay_after_add, now) {
+        Some("--scale-down-delay-after-add has not passed since the group's last scale-up")
+    } else if within(m.group_scale_down_deletes.get(group).copied(), o.scale_down_delay_after_delete, now) {
+        Some("--scale-down-delay-after-delete has not passed since the group's last deletion")
+    } else if within(m.group_scale_down_failures.get(group).copied(), o.scale_down_delay_after_failure, now) {
+        Some("--scale-down-delay-after-failure has not passed since the group's last failed scale-down")
+    } else {
+        None
+    }
+}
+
 fn in_cooldown(ctx: &ScaleDownContext) -> Option<&'static str> {
     let o = ctx.options;
     let m = ctx.memory;
-    let after = |t: Option<Timestamp>, d: std::time::Duration| t.is_some_and(|t| t + to_signed(d) > ctx.now);
+    let after = |t: Option<Timestamp>, d: std::time::Duration| within(t, d, ctx.now);
     if ctx.scale_up_this_loop {
         Some("a scale-up happened in this loop")
+    } else if o.scale_down_delay_type_local {
+        // The delays apply per group (eligibility leaves out the groups inside theirs).
+        None
     } else if after(m.last_scale_up, o.scale_down_delay_after_add) {
         Some("--scale-down-delay-after-add has not passed since the last scale-up")
     } else if after(m.last_scale_down_delete, o.scale_down_delay_after_delete) {
