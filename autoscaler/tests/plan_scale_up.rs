@@ -582,3 +582,35 @@ fn pod_count_capacity_limits_pods_per_new_node() {
     let plan = plan(&objects, &[g], &[]);
     assert_eq!(increases(&plan), vec![inc("g", 2)], "{plan:#}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Upstream flags
+
+#[test]
+fn pods_of_bypassed_schedulers_trigger_a_scale_up_before_their_scheduler_marks_them() {
+    // A pod of scheduler `batch` that the scheduler has not processed yet: no PodScheduled
+    // condition. Only with --bypassed-scheduler-names=batch does it count as unschedulable.
+    let mut objects = vec![replicaset("default", "web", 1)];
+    let fresh = owned_by(pod("default", "web-0", "1", "1Gi").label("app", "web"), "ReplicaSet", "web")
+        .set("spec.schedulerName", json!("batch"))
+        .set("status", json!({"phase": "Pending"}));
+    objects.push(fresh);
+    let g = group("g", 0, 10, "4", "16Gi");
+    let without = plan(&objects, std::slice::from_ref(&g), &[]);
+    assert!(increases(&without).is_empty(), "{without:#}");
+    let with = plan(&objects, std::slice::from_ref(&g), &["--bypassed-scheduler-names=batch"]);
+    assert_eq!(increases(&with), vec![inc("g", 1)], "{with:#}");
+    assert_eq!(with["cluster"]["schedulerUnprocessedPods"], 1, "{with:#}");
+}
+
+#[test]
+fn startup_taint_prefixes_make_nodes_not_ready_and_leave_templates() {
+    // A node still initializing (`example.com/initializing`, a prefix given by flag) is not ready:
+    // with the prefix the cluster counts it unready, without it ready.
+    let objects = vec![taint(node("g", "g-0", "4", "16Gi"), "example.com/initializing", "", "NoSchedule")];
+    let g = group("g", 0, 10, "4", "16Gi");
+    let plain = plan(&objects, std::slice::from_ref(&g), &[]);
+    assert_eq!(plain["cluster"]["readyNodes"], 1, "{plain:#}");
+    let prefixed = plan(&objects, std::slice::from_ref(&g), &["--startup-taint-prefix=example.com/"]);
+    assert_eq!(prefixed["cluster"]["readyNodes"], 0, "{prefixed:#}");
+}
