@@ -24,6 +24,7 @@ pub fn builtin_providers() -> ProviderRegistry {
     registry.register(cloudprovider_memory::PROVIDER_NAME, cloudprovider_memory::build);
     registry.register(cloudprovider_aws::PROVIDER_NAME, cloudprovider_aws::build);
     registry.register(cloudprovider_externalgrpc::PROVIDER_NAME, cloudprovider_externalgrpc::build);
+    registry.register(cloudprovider_clusterapi::PROVIDER_NAME, cloudprovider_clusterapi::build);
     registry
 }
 
@@ -167,7 +168,7 @@ mod tests {
         let err = compose_with(&["--cloud-provider=nimbus"]).err().unwrap();
         assert_eq!(
             err.to_string(),
-            "--cloud-provider=nimbus: not available in this build (available: static, memory, aws, externalgrpc)"
+            "--cloud-provider=nimbus: not available in this build (available: static, memory, aws, externalgrpc, clusterapi)"
         );
         assert_eq!(err.exit_code(), 2);
     }
