@@ -14,8 +14,12 @@
 //! # }
 //! ```
 //! `FakeApiServer::builder().watermark_pod_autoscalers(true).start()` also serves (and makes
-//! discoverable) `datadoghq.com/v1alpha1 watermarkpodautoscalers`. Dropping the server closes
-//! its watches and stops it.
+//! discoverable) `datadoghq.com/v1alpha1 watermarkpodautoscalers`; `.cluster_api(true)` serves
+//! Cluster API's `cluster.x-k8s.io/v1beta1` machinedeployments, machinesets and machinepools
+//! (with `status` and `scale`) and machines, and an infrastructure template kind,
+//! `infrastructure.cluster.x-k8s.io/v1beta1 dockermachinetemplates`; `.cluster_api_v1beta2(true)`
+//! the same at `v1beta2` (preferred when both are on; each version stores its own objects, there
+//! is no conversion). Dropping the server closes its watches and stops it.
 //!
 //! # What it serves
 //!
@@ -26,7 +30,7 @@
 //!   jobs; policy/v1 poddisruptionbudgets; coordination.k8s.io/v1 leases; events.k8s.io/v1
 //!   events; autoscaling/v2 horizontalpodautoscalers; core/v1 persistentvolumeclaims and
 //!   persistentvolumes, storage.k8s.io/v1 storageclasses and csinodes (what the scheduler's volume
-//!   filters read); optionally the WPA CRD.
+//!   filters read); optionally the WPA CRD and the Cluster API CRDs.
 //! - Paths: cluster-scoped (`/api/v1/nodes/n1`), namespaced (`/apis/apps/v1/namespaces/ns/deployments/d`)
 //!   and all-namespaces lists (`/api/v1/pods`).
 //! - Verbs: get; list with `labelSelector` (`=`, `==`, `!=`, `in`, `notin`, exists, `!`),
@@ -40,7 +44,8 @@
 //!   server-side apply is `415`; delete (immediate, answers the last state); deletecollection.
 //!   Every write bumps one global resource version.
 //! - Subresources: `status` (get/update/patch touch only `.status`); `scale` on deployments,
-//!   replicasets, statefulsets and replicationcontrollers (an `autoscaling/v1 Scale` with
+//!   replicasets, statefulsets, replicationcontrollers and Cluster API's machinedeployments,
+//!   machinesets and machinepools (an `autoscaling/v1 Scale` with
 //!   `status.selector` as a string; update with a stale `metadata.resourceVersion` is `409`);
 //!   `pods/{name}/eviction`: `201` and the pod deleted when allowed; `429 TooManyRequests` when the
 //!   one PDB selecting the pod has `status.disruptionsAllowed < 1`; `500` when several do; `404`
@@ -67,7 +72,10 @@
 //! - Objects: [`FakeApiServer::seed`] (typed, create or replace), [`FakeApiServer::seed_value`]
 //!   (JSON with `apiVersion` and `kind`), [`FakeApiServer::get`], [`FakeApiServer::list`],
 //!   [`FakeApiServer::modify`] (an out-of-band write, as another client would make),
-//!   [`FakeApiServer::remove`]; each notifies watches like an API write.
+//!   [`FakeApiServer::remove`], and their JSON forms for custom resources
+//!   ([`FakeApiServer::get_value`], [`FakeApiServer::list_values`],
+//!   [`FakeApiServer::modify_value`], [`FakeApiServer::remove_value`]); each notifies watches like
+//!   an API write.
 //! - Aggregated APIs: [`FakeApiServer::serve_document`] (a fixed JSON answer to `GET <path>`).
 //! - Faults: [`FakeApiServer::inject_fault`] with a [`Fault`] (the next N requests of a verb to an
 //!   exact path answer a status, e.g. `500`, `503`, `409`); [`FakeApiServer::clear_faults`].
@@ -102,19 +110,32 @@ use store::{Notice, Shared, WriteError, object_key};
 /// Options of a fake API server.
 #[derive(Debug, Clone, Default)]
 pub struct FakeApiServerBuilder {
-    watermark_pod_autoscalers: bool,
+    catalog: Catalog,
 }
 
 impl FakeApiServerBuilder {
     /// Serve the `datadoghq.com/v1alpha1` WatermarkPodAutoscaler CRD (off by default).
     pub fn watermark_pod_autoscalers(mut self, enabled: bool) -> Self {
-        self.watermark_pod_autoscalers = enabled;
+        self.catalog.watermark_pod_autoscalers = enabled;
+        self
+    }
+
+    /// Serve the Cluster API CRDs at `cluster.x-k8s.io/v1beta1` and the infrastructure template
+    /// kind `infrastructure.cluster.x-k8s.io/v1beta1 DockerMachineTemplate` (off by default).
+    pub fn cluster_api(mut self, enabled: bool) -> Self {
+        self.catalog.cluster_api = enabled;
+        self
+    }
+
+    /// Serve the Cluster API CRDs at `cluster.x-k8s.io/v1beta2` (and the template kind).
+    pub fn cluster_api_v1beta2(mut self, enabled: bool) -> Self {
+        self.catalog.cluster_api_v1beta2 = enabled;
         self
     }
 
     /// Binds `127.0.0.1:0` and serves in a background task of the current runtime.
     pub async fn start(self) -> FakeApiServer {
-        let shared = Arc::new(Shared::new(Catalog { watermark_pod_autoscalers: self.watermark_pod_autoscalers }));
+        let shared = Arc::new(Shared::new(self.catalog));
         let listener =
             tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binding 127.0.0.1:0 for the fake API server");
         let addr = listener.local_addr().expect("a bound listener has an address");
@@ -284,6 +305,43 @@ impl FakeApiServer {
         K: k8s_openapi::Resource,
     {
         let resource = resource_of::<K>(&self.shared.catalog);
+        let key = key_of(resource, namespace, name);
+        !matches!(self.shared.lock().delete(&self.shared.notices, resource, &key), Err(WriteError::NotFound))
+    }
+
+    /// The stored object of a kind without a Rust type (a custom resource), by `apiVersion` and
+    /// `kind`, as JSON. `namespace` is ignored for cluster-scoped kinds.
+    pub fn get_value(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let resource = self.shared.catalog.find_kind(api_version, kind)?;
+        self.shared.lock().get(resource, &key_of(resource, namespace, name)).map(|v| (*v).clone())
+    }
+
+    /// Every stored object of a kind, as JSON, ordered by namespace and name.
+    pub fn list_values(&self, api_version: &str, kind: &str) -> Vec<Value> {
+        let Some(resource) = self.shared.catalog.find_kind(api_version, kind) else { return Vec::new() };
+        self.shared.lock().all(resource).iter().map(|v| (**v).clone()).collect()
+    }
+
+    /// [`FakeApiServer::modify`] for a kind without a Rust type: changes the JSON out of band.
+    pub fn modify_value(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> Option<Value> {
+        let resource = self.shared.catalog.find_kind(api_version, kind)?;
+        let key = key_of(resource, namespace, name);
+        let mut state = self.shared.lock();
+        let mut object = (*state.get(resource, &key)?).clone();
+        change(&mut object);
+        state.replace(&self.shared.notices, resource, &key, object, None).ok().map(|v| (*v).clone())
+    }
+
+    /// [`FakeApiServer::remove`] for a kind without a Rust type.
+    pub fn remove_value(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+        let Some(resource) = self.shared.catalog.find_kind(api_version, kind) else { return false };
         let key = key_of(resource, namespace, name);
         !matches!(self.shared.lock().delete(&self.shared.notices, resource, &key), Err(WriteError::NotFound))
     }

@@ -126,18 +126,74 @@ pub const RESOURCES: &[ResourceDef] = &[
         subresources: &["status"],
         optional: true,
     },
+    // Cluster API (`FakeApiServerBuilder::cluster_api`): v1beta2 first, so a server serving
+    // both prefers it, as Cluster API 1.11+ does.
+    capi("v1beta2", "machinedeployments", "machinedeployment", "MachineDeployment", &["md"], &["status", "scale"]),
+    capi("v1beta2", "machinesets", "machineset", "MachineSet", &["ms"], &["status", "scale"]),
+    capi("v1beta2", "machinepools", "machinepool", "MachinePool", &["mp"], &["status", "scale"]),
+    capi("v1beta2", "machines", "machine", "Machine", &["ma"], &["status"]),
+    capi("v1beta1", "machinedeployments", "machinedeployment", "MachineDeployment", &["md"], &["status", "scale"]),
+    capi("v1beta1", "machinesets", "machineset", "MachineSet", &["ms"], &["status", "scale"]),
+    capi("v1beta1", "machinepools", "machinepool", "MachinePool", &["mp"], &["status", "scale"]),
+    capi("v1beta1", "machines", "machine", "Machine", &["ma"], &["status"]),
+    // An infrastructure provider's machine template (Cluster API's Docker provider, CAPD).
+    ResourceDef {
+        group: INFRASTRUCTURE_GROUP,
+        version: "v1beta1",
+        plural: "dockermachinetemplates",
+        singular: "dockermachinetemplate",
+        kind: "DockerMachineTemplate",
+        namespaced: true,
+        short_names: NO_SHORT,
+        subresources: &[],
+        optional: true,
+    },
 ];
 
+/// The Cluster API group.
+pub const CLUSTER_API_GROUP: &str = "cluster.x-k8s.io";
+/// The group of Cluster API infrastructure providers' resources.
+pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
+
+const fn capi(
+    version: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    short_names: &'static [&'static str],
+    subresources: &'static [&'static str],
+) -> ResourceDef {
+    ResourceDef {
+        group: CLUSTER_API_GROUP,
+        version,
+        plural,
+        singular,
+        kind,
+        namespaced: true,
+        short_names,
+        subresources,
+        optional: true,
+    }
+}
+
 /// Which resources a server instance serves (optional ones only when enabled).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Catalog {
     pub watermark_pod_autoscalers: bool,
+    /// Cluster API `v1beta1` and the infrastructure template kind.
+    pub cluster_api: bool,
+    /// Cluster API `v1beta2` (preferred when both are served) and the infrastructure template kind.
+    pub cluster_api_v1beta2: bool,
 }
 
 impl Catalog {
     pub fn served(&self, index: usize) -> bool {
         let def = &RESOURCES[index];
-        !def.optional || (def.plural == "watermarkpodautoscalers" && self.watermark_pod_autoscalers)
+        !def.optional
+            || (def.plural == "watermarkpodautoscalers" && self.watermark_pod_autoscalers)
+            || (def.group == CLUSTER_API_GROUP && def.version == "v1beta1" && self.cluster_api)
+            || (def.group == CLUSTER_API_GROUP && def.version == "v1beta2" && self.cluster_api_v1beta2)
+            || (def.group == INFRASTRUCTURE_GROUP && (self.cluster_api || self.cluster_api_v1beta2))
     }
 
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<usize> {
