@@ -11,6 +11,8 @@
 
 #[path = "deploy_manifests/aws.rs"]
 mod aws;
+#[path = "deploy_manifests/clusterapi.rs"]
+mod clusterapi;
 #[path = "deploy_manifests/controller_run.rs"]
 mod controller_run;
 #[path = "deploy_manifests/helm.rs"]

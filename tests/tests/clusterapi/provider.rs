@@ -268,7 +268,8 @@ async fn failed_and_pending_machines_are_instances_the_core_backs_off_and_remove
     let provider = provider(&server, &[]).await;
     let md = group(provider.as_ref(), "MachineDeployment/capi/md").await;
     let instances = md.nodes().await.unwrap();
-    let view: Vec<(&str, InstanceState, Option<(&str, InstanceErrorClass)>)> = instances
+    type Seen<'a> = (&'a str, InstanceState, Option<(&'a str, InstanceErrorClass)>);
+    let view: Vec<Seen> = instances
         .iter()
         .map(|i| {
             let status = i.status.as_ref().unwrap();

@@ -20,8 +20,10 @@ use super::{
 };
 
 const CHART: &str = "deploy/helm/cluster-autoscaler";
+/// Where the chart mounts a separate Cluster API management cluster's kubeconfig Secret.
+pub(super) const CLUSTERAPI_MANAGEMENT_MOUNT: &str = "/etc/cluster-api-management";
 
-fn values() -> Value {
+pub(super) fn values() -> Value {
     yaml_value(&read(&format!("{CHART}/values.yaml")), "values.yaml")
 }
 
@@ -40,7 +42,7 @@ fn templates() -> Vec<(String, String)> {
     files
 }
 
-fn template(name: &str) -> String {
+pub(super) fn template(name: &str) -> String {
     read(&format!("{CHART}/templates/{name}"))
 }
 
@@ -111,7 +113,7 @@ fn printed(value: &Value, what: &str) -> String {
 /// The container args `templates/deployment.yaml` renders from `values` (release namespace
 /// `namespace`). [`chart_template_passes_the_flags_the_test_renders`] keeps this in step with
 /// the template.
-fn rendered_args(values: &Value, namespace: &str) -> Vec<String> {
+pub(super) fn rendered_args(values: &Value, namespace: &str) -> Vec<String> {
     let mut args = vec![format!("--cloud-provider={}", printed(&values["cloudProvider"], "cloudProvider"))];
     if values["cloudConfig"].as_str().is_some_and(|c| !c.is_empty()) {
         args.push(format!("--cloud-config={CLOUD_CONFIG_MOUNT}/cloud-config.yaml"));
@@ -128,6 +130,16 @@ fn rendered_args(values: &Value, namespace: &str) -> Vec<String> {
         ));
         let static_list = printed(&values["aws"]["useStaticInstanceList"], "aws.useStaticInstanceList");
         args.push(format!("--aws-use-static-instance-list={static_list}"));
+    }
+    if values["cloudProvider"] == "clusterapi" {
+        let cluster = printed(&values["clusterapi"]["clusterName"], "clusterapi.clusterName");
+        assert!(!cluster.is_empty(), "the template requires clusterapi.clusterName with cloudProvider: clusterapi");
+        let namespace = printed(&values["clusterapi"]["namespace"], "clusterapi.namespace");
+        let namespace = if namespace.is_empty() { String::new() } else { format!(",namespace={namespace}") };
+        args.push(format!("--node-group-auto-discovery=clusterapi:clusterName={cluster}{namespace}"));
+        if values["clusterapi"]["managementKubeconfigSecret"].as_str().is_some_and(|s| !s.is_empty()) {
+            args.push(format!("--cloud-config={CLUSTERAPI_MANAGEMENT_MOUNT}/kubeconfig"));
+        }
     }
     args.push(format!("--expander={}", printed(&values["expander"], "expander")));
     args.push(format!("--namespace={namespace}"));
@@ -276,10 +288,11 @@ fn chart_rbac_rules_are_the_manifests_rules() {
 #[test]
 fn chart_template_passes_the_flags_the_test_renders() {
     let in_template = template_flag_names(&template("deployment.yaml"));
-    // The defaults, and the flags only cloudProvider: aws renders.
+    // The defaults, and the flags only cloudProvider: aws or clusterapi renders.
     let mut rendered: BTreeSet<String> = rendered_args(&values(), "kube-system")
         .into_iter()
         .chain(rendered_args(&aws_values(), "kube-system"))
+        .chain(rendered_args(&super::clusterapi::chart_values(true), "kube-system"))
         .map(|arg| arg.trim_start_matches("--").split('=').next().unwrap().to_string())
         .collect();
     let extra: BTreeMap<String, Value> = serde_json::from_value(values()["extraArgs"].clone()).unwrap();

@@ -24,7 +24,7 @@ const SERVICE_ACCOUNT: (&str, &str) = ("kube-system", "cluster-autoscaler");
 const METRIC_NAME_API_GROUPS: &[&str] = &["custom.metrics.k8s.io", "external.metrics.k8s.io"];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Scope {
+pub(super) enum Scope {
     /// Granted by a ClusterRoleBinding: cluster-scoped objects and every namespace.
     Cluster,
     /// Granted by a RoleBinding: objects of this namespace only.
@@ -33,11 +33,11 @@ enum Scope {
 
 /// One (scope, API group, resource[/subresource], verb, resource name) a role grants.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Permission {
+pub(super) struct Permission {
     scope: Scope,
     group: String,
     /// `*` (only in [`METRIC_NAME_API_GROUPS`]) is every resource and subresource.
-    resource: String,
+    pub(super) resource: String,
     verb: String,
     /// `resourceNames`: `None` grants every object.
     name: Option<String>,
@@ -135,7 +135,7 @@ fn permission_table() -> Vec<(Permission, Caller)> {
         .collect()
 }
 
-fn expand(rules: &[PolicyRule], scope: &Scope, source: &str) -> Vec<Permission> {
+pub(super) fn expand(rules: &[PolicyRule], scope: &Scope, source: &str) -> Vec<Permission> {
     let mut permissions = Vec::new();
     for rule in rules {
         assert!(rule.non_resource_urls.is_none(), "{source}: no non-resource URLs are needed");
@@ -237,9 +237,9 @@ fn granted(m: &Manifests) -> BTreeSet<Permission> {
 
 /// A resource request as the API server's authorizer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Request {
+pub(super) struct Request {
     group: String,
-    resource: String,
+    pub(super) resource: String,
     verb: String,
     namespace: Option<String>,
     name: Option<String>,
@@ -260,7 +260,7 @@ impl Request {
 /// Whether `permission` allows `request`. As in Kubernetes RBAC, a rule with resourceNames never
 /// matches a request without a name (a create, or a list without a metadata.name selector), and
 /// the resource `*` matches every resource and subresource of its groups.
-fn allows(permission: &Permission, request: &Request) -> bool {
+pub(super) fn allows(permission: &Permission, request: &Request) -> bool {
     let in_scope = match &permission.scope {
         Scope::Cluster => true,
         Scope::Namespace(namespace) => request.namespace.as_deref() == Some(namespace.as_str()),
@@ -332,7 +332,7 @@ fn authorizer_verb(record: &RequestRecord, named: bool) -> &'static str {
 
 /// The authorizer's view of a recorded request; `None` for non-resource paths (discovery, which
 /// every authenticated user may read).
-fn request_of(record: &RequestRecord) -> Option<Request> {
+pub(super) fn request_of(record: &RequestRecord) -> Option<Request> {
     let segments: Vec<&str> = record.path.trim_matches('/').split('/').collect();
     let (group, rest) = match segments.as_slice() {
         ["api", _version, rest @ ..] => ("", rest),
