@@ -14,8 +14,12 @@ use crate::compose::{self, ComposeError, ProviderInputs};
 use crate::config::{AutoscalingOptions, ConfigError, DecisionFlags};
 use crate::control::registry::Registry;
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::kube_adapter::{
+    KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions, KubeMetrics, wpa_crd_installed,
+};
 use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
 use crate::podscaling::{AutoscalerReport, PodScaling, anticipated_pods, target_from_view};
+use crate::ports::ClusterReader;
 use cloudprovider::duration::format_go_duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -27,9 +31,31 @@ pub enum OutputFormat {
 #[derive(Args, Debug)]
 pub struct PlanArgs {
     /// A cluster dump (`kubectl get nodes,pods,pdb,daemonsets,replicasets,statefulsets,jobs,configmaps -A -o json`),
-    /// JSON or YAML; `-` reads stdin. Repeatable.
-    #[arg(long = "snapshot", required = true, action = clap::ArgAction::Append)]
+    /// JSON or YAML; `-` reads stdin. Repeatable. Without it, plan reads a live cluster
+    /// (`--kubeconfig`, `--kubernetes` or `--in-cluster`).
+    #[arg(long = "snapshot", action = clap::ArgAction::Append)]
     pub snapshot: Vec<String>,
+
+    /// A live cluster through this kubeconfig: one read-only observation (lists and metrics
+    /// reads; nothing is written).
+    #[arg(long = "kubeconfig", conflicts_with = "snapshot")]
+    pub kubeconfig: Option<String>,
+
+    /// A live cluster at this API server URL (overrides the kubeconfig's).
+    #[arg(long = "kubernetes", conflicts_with = "snapshot")]
+    pub kubernetes: Option<String>,
+
+    /// The live cluster this pod runs in (its service account).
+    #[arg(long = "in-cluster", default_value_t = false, conflicts_with_all = ["snapshot", "kubeconfig"])]
+    pub in_cluster: bool,
+
+    /// Client-side rate limit for the live read: requests per second (`<= 0`: none).
+    #[arg(long = "kube-client-qps", default_value_t = 5.0)]
+    pub kube_client_qps: f32,
+
+    /// Client-side rate limit for the live read: burst.
+    #[arg(long = "kube-client-burst", default_value_t = 10)]
+    pub kube_client_burst: u32,
 
     /// Report format.
     #[arg(long = "output", short = 'o', value_enum, default_value = "text")]
@@ -73,13 +99,20 @@ pub enum PlanError {
     Compose(#[from] ComposeError),
     #[error("cloud provider: {0}")]
     Cloud(#[from] cloudprovider::CloudProviderError),
+    #[error(
+        "plan needs a cluster: --snapshot FILE (a dump), or a live cluster with --kubeconfig, --kubernetes or --in-cluster"
+    )]
+    NoSource,
+    /// The live cluster could not be read: exit 1.
+    #[error("{0}")]
+    Cluster(String),
 }
 
 impl PlanError {
     pub fn exit_code(&self) -> u8 {
         match self {
             PlanError::Compose(e) => e.exit_code(),
-            PlanError::Cloud(_) => 1,
+            PlanError::Cloud(_) | PlanError::Cluster(_) => 1,
             _ => 2,
         }
     }
@@ -88,19 +121,33 @@ impl PlanError {
 /// Runs `plan` with the cloud provider `--cloud-provider` names among `providers` (read only)
 /// and returns the report.
 pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String, PlanError> {
-    let mut view = ClusterView::default();
-    let mut metric_lists = MetricLists::default();
-    for source in args.snapshot.iter().chain(&args.metrics) {
-        snapshot::load_into(&mut view, &mut metric_lists, source)?;
-    }
-    snapshot::normalize(&mut view);
     let options = AutoscalingOptions::from_flags(&args.flags)?;
+    let live = args.kubeconfig.is_some() || args.kubernetes.is_some() || args.in_cluster;
+    if args.snapshot.is_empty() && !live {
+        return Err(PlanError::NoSource);
+    }
+    let mut metric_lists = MetricLists::default();
+    let (view, live) = if live {
+        let live = LiveCluster::observe(args, &options).await?;
+        for source in &args.metrics {
+            snapshot::load_into(&mut ClusterView::default(), &mut metric_lists, source)?;
+        }
+        (live.view.clone(), Some(live))
+    } else {
+        let mut view = ClusterView::default();
+        for source in args.snapshot.iter().chain(&args.metrics) {
+            snapshot::load_into(&mut view, &mut metric_lists, source)?;
+        }
+        snapshot::normalize(&mut view);
+        (view, None)
+    };
     let now = match &args.now {
         Some(t) => t.parse::<Timestamp>().map_err(|_| PlanError::Now(t.clone()))?,
         None => Timestamp::now(),
     };
     let nodes: Vec<_> = view.nodes.iter().map(|n| (**n).clone()).collect();
-    let inputs = ProviderInputs { purpose: Purpose::Plan, nodes, now, kube: None };
+    let kube = live.as_ref().map(|l| l.clients.client.clone());
+    let inputs = ProviderInputs { purpose: Purpose::Plan, nodes, now, kube };
     let (provider, mut expander) = compose::compose(providers, &args.flags, &options, inputs, args.random_seed).await?;
     provider.refresh().await?;
     let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options.node_group_defaults).await?;
@@ -111,8 +158,13 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
     // The pod autoscalers run first in a loop (a freshly started controller's first
     // reconcile); their scale-ups are anticipated by the node autoscaler's decision.
     let mut pod_scaling = PodScaling::new(options.hpa.clone());
-    let metrics = FileMetrics { lists: &metric_lists, pods: &view.pods };
-    let autoscalers = pod_scaling.reconcile(&view, &|t| target_from_view(&view, t), &metrics, now);
+    let file_metrics = FileMetrics { lists: &metric_lists, pods: &view.pods };
+    // A live cluster's metrics APIs, unless metric files were given.
+    let metrics: &dyn crate::hpa::MetricsSource = match &live {
+        Some(live) if args.metrics.is_empty() => &live.metrics,
+        _ => &file_metrics,
+    };
+    let autoscalers = pod_scaling.reconcile(&view, &|t| target_from_view(&view, t), metrics, now);
     let anticipated: Vec<_> = if options.hpa_aware_scale_up {
         autoscalers
             .iter()
@@ -145,4 +197,45 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
             &format_go_duration(options.node_group_defaults.scale_down_unneeded_time),
         ),
     })
+}
+
+/// One read-only observation of a live cluster: the controller's reflectors until they have
+/// synced once, then stopped, and its metrics reads. Nothing is written.
+struct LiveCluster {
+    clients: KubeClients,
+    view: ClusterView,
+    metrics: KubeMetrics,
+}
+
+impl LiveCluster {
+    /// How long the first sync may take before plan gives up.
+    const SYNC_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+    async fn observe(args: &PlanArgs, options: &AutoscalingOptions) -> Result<LiveCluster, PlanError> {
+        let client_options = KubeClientOptions {
+            kubeconfig: args.kubeconfig.clone().map(Into::into),
+            master_url: args.kubernetes.clone(),
+            qps: args.kube_client_qps,
+            burst: args.kube_client_burst,
+        };
+        let clients = KubeClients::connect(&client_options).await.map_err(|e| PlanError::Cluster(e.to_string()))?;
+        let watch_wpas = wpa_crd_installed(&clients.client).await;
+        let cluster_options = KubeClusterOptions { watch_wpas, ..KubeClusterOptions::new(&options.namespace) };
+        let cluster = KubeCluster::start_with(clients.client.clone(), cluster_options);
+        let deadline = tokio::time::Instant::now() + Self::SYNC_DEADLINE;
+        let view = loop {
+            match cluster.view().await {
+                Ok(view) => break view,
+                Err(error) if tokio::time::Instant::now() >= deadline => {
+                    cluster.stop();
+                    return Err(PlanError::Cluster(format!("could not read the cluster: {error}")));
+                }
+                Err(error) => tracing::debug!(%error, "waiting for the caches to sync"),
+            }
+        };
+        cluster.stop();
+        let metrics = KubeMetrics::new(clients.client.clone());
+        metrics.refresh(&view).await;
+        Ok(LiveCluster { clients, view, metrics })
+    }
 }
