@@ -402,26 +402,6 @@ async fn answers_later_than_grpc_timeout_fail_clearly_and_a_timed_out_increase_i
     cluster.assert_keeper_kept(&keeper).await;
 }
 
-/// The status ConfigMap's `last-updated` annotation: it changes with every loop's write.
-fn last_updated(server: &FakeApiServer) -> Option<String> {
-    let status = server.get::<ConfigMap>(Some("kube-system"), fixture::STATUS_CONFIG_MAP)?;
-    status.metadata.annotations?.remove("cluster-autoscaler.kubernetes.io/last-updated")
-}
-
-/// Waits until a loop that started after now has written its status (and so has made its
-/// scale-up, if any: the status is written after it).
-async fn a_later_loop(cluster: &Cluster) {
-    let seen = last_updated(&cluster.server);
-    eventually("a later loop's status", || async {
-        let now = last_updated(&cluster.server);
-        (now.is_some() && now != seen).then_some(())
-    })
-    .await;
-    // The write seen may be of the loop running now: one more makes sure.
-    let seen = last_updated(&cluster.server);
-    eventually("one more loop's status", || async { (last_updated(&cluster.server) != seen).then_some(()) }).await;
-}
-
 /// After a restart while a VM builds, a freshly started autoscaler remembers no scale-up and, as
 /// upstream (`GetUpcomingNodes` counts upcoming nodes only for its own scale-up requests), asks for
 /// a second VM for the same pod. Issue 13 asks for restarts without a double scale-up; until the
