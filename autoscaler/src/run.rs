@@ -44,71 +44,83 @@ pub struct RunArgs {
     pub flags: DecisionFlags,
 
     /// Path to a kubeconfig; empty: in-cluster configuration.
-    #[arg(long = "kubeconfig", default_value = "")]
+    #[arg(long = "kubeconfig", help_heading = "Kubernetes API and leader election", default_value = "")]
     pub kubeconfig: String,
 
     /// The API server URL (overrides the kubeconfig's).
-    #[arg(long = "kubernetes", default_value = "")]
+    #[arg(long = "kubernetes", help_heading = "Kubernetes API and leader election", default_value = "")]
     pub kubernetes: String,
 
     /// Client-side rate limit: requests per second.
-    #[arg(long = "kube-client-qps", default_value_t = 5.0)]
+    #[arg(long = "kube-client-qps", help_heading = "Kubernetes API and leader election", default_value_t = 5.0)]
     pub kube_client_qps: f32,
 
     /// Client-side rate limit: burst.
-    #[arg(long = "kube-client-burst", default_value_t = 10)]
+    #[arg(long = "kube-client-burst", help_heading = "Kubernetes API and leader election", default_value_t = 10)]
     pub kube_client_burst: u32,
 
     /// Where `/metrics` and `/health-check` are served (`:8085` is every interface).
-    #[arg(long = "address", default_value = ":8085")]
+    #[arg(long = "address", help_heading = "Status and loop", default_value = ":8085")]
     pub address: String,
 
     /// Run only while holding the leader Lease.
-    #[arg(long = "leader-elect", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long = "leader-elect", help_heading = "Kubernetes API and leader election", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub leader_elect: bool,
 
-    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = duration)]
+    #[arg(long = "leader-elect-lease-duration", help_heading = "Kubernetes API and leader election", default_value = "15s", value_parser = duration)]
     pub leader_elect_lease_duration: Duration,
 
-    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = duration)]
+    #[arg(long = "leader-elect-renew-deadline", help_heading = "Kubernetes API and leader election", default_value = "10s", value_parser = duration)]
     pub leader_elect_renew_deadline: Duration,
 
-    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = duration)]
+    #[arg(long = "leader-elect-retry-period", help_heading = "Kubernetes API and leader election", default_value = "2s", value_parser = duration)]
     pub leader_elect_retry_period: Duration,
 
     /// Only `leases` is supported (upstream's default).
-    #[arg(long = "leader-elect-resource-lock", default_value = "leases")]
+    #[arg(
+        long = "leader-elect-resource-lock",
+        help_heading = "Kubernetes API and leader election",
+        default_value = "leases"
+    )]
     pub leader_elect_resource_lock: String,
 
-    #[arg(long = "leader-elect-resource-name", default_value = "cluster-autoscaler")]
+    #[arg(
+        long = "leader-elect-resource-name",
+        help_heading = "Kubernetes API and leader election",
+        default_value = "cluster-autoscaler"
+    )]
     pub leader_elect_resource_name: String,
 
     /// Accepted for compatibility; as upstream, the Lease lives in `--namespace`.
-    #[arg(long = "leader-elect-resource-namespace", default_value = "")]
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        help_heading = "Kubernetes API and leader election",
+        default_value = ""
+    )]
     pub leader_elect_resource_namespace: String,
 
     /// Record every Event, without the 5-minute de-duplication.
-    #[arg(long = "record-duplicated-events", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long = "record-duplicated-events", help_heading = "Status and loop", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub record_duplicated_events: bool,
 
     /// `/health-check` fails when no loop started for this long.
-    #[arg(long = "max-inactivity", default_value = "10m", value_parser = duration)]
+    #[arg(long = "max-inactivity", help_heading = "Status and loop", default_value = "10m", value_parser = duration)]
     pub max_inactivity: Duration,
 
     /// `/health-check` fails when no loop succeeded for this long.
-    #[arg(long = "max-failing-time", default_value = "15m", value_parser = duration)]
+    #[arg(long = "max-failing-time", help_heading = "Status and loop", default_value = "15m", value_parser = duration)]
     pub max_failing_time: Duration,
 
     /// Both limits above before the first successful loop.
-    #[arg(long = "max-startup-time", default_value = "20m", value_parser = duration)]
+    #[arg(long = "max-startup-time", help_heading = "Status and loop", default_value = "20m", value_parser = duration)]
     pub max_startup_time: Duration,
 
     /// Start the next loop at once after one that scaled up or started a deletion.
-    #[arg(long = "frequent-loops-enabled", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long = "frequent-loops-enabled", help_heading = "Status and loop", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub frequent_loops_enabled: bool,
 
     /// Register upstream's per-node-group gauges (`node_group_min_count`, …) in /metrics.
-    #[arg(long = "emit-per-nodegroup-metrics", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long = "emit-per-nodegroup-metrics", help_heading = "Status and loop", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub emit_per_nodegroup_metrics: bool,
 
     #[command(flatten)]
@@ -118,11 +130,16 @@ pub struct RunArgs {
     /// recommendations for HPA-aware scale-up and /metrics, write nothing: kube-controller-manager
     /// acts on them), `act` (write /scale, HPA status and events, for clusters whose
     /// kube-controller-manager runs without its HPA controller) or `off`.
-    #[arg(long = "horizontal-pod-autoscaler-mode", value_enum, default_value = "recommend")]
+    #[arg(
+        long = "horizontal-pod-autoscaler-mode",
+        help_heading = "Pod autoscalers",
+        value_enum,
+        default_value = "recommend"
+    )]
     pub hpa_mode: PodAutoscalerMode,
 
     /// The same for WatermarkPodAutoscalers, which nothing else reconciles: `act` by default.
-    #[arg(long = "watermark-pod-autoscaler-mode", value_enum, default_value = "act")]
+    #[arg(long = "watermark-pod-autoscaler-mode", help_heading = "Pod autoscalers", value_enum, default_value = "act")]
     pub wpa_mode: PodAutoscalerMode,
 }
 
