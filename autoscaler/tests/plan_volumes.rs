@@ -175,3 +175,31 @@ fn a_dump_without_storage_objects_leaves_the_volume_filters_off() {
     let plan = plan(&objects, &[zonal_group("zone-a", "a", 10)], &[]);
     assert_eq!(increases(&plan), vec![inc("zone-a", 1)], "{plan:#}");
 }
+
+#[test]
+fn balancing_similar_groups_never_spreads_zonal_pods_into_another_zone() {
+    // zone-a and zone-b differ only in their zone label, which is ignored when comparing groups,
+    // and the static provider's `pool` label, ignored by the flag: two pods without volumes are
+    // spread over both; two pods with zone-a volumes are not.
+    let similar = |id: &str, zone: &str| {
+        group(id, 0, 10, "4", "16Gi").set("template.metadata.labels", json!({"kubernetes.io/os": "linux", ZONE: zone}))
+    };
+    let groups = [similar("zone-a", "a"), similar("zone-b", "b")];
+    let flags = ["--balance-similar-node-groups=true", "--balancing-ignore-label=pool"];
+    let plain = with(vec![replicaset("default", "web", 2)], pending_pods("web", 2, "3", "1Gi"));
+    let spread = plan(&plain, &groups, &flags);
+    assert_eq!(increases(&spread), vec![inc("zone-a", 1), inc("zone-b", 1)], "{spread:#}");
+
+    let zonal = vec![
+        statefulset("default", "db", 2),
+        unschedulable(db_pod(0, "3")),
+        unschedulable(db_pod(1, "3")),
+        bound_claim(0, "pv-a0"),
+        bound_claim(1, "pv-a1"),
+        zonal_volume("pv-a0", "a", 0),
+        zonal_volume("pv-a1", "a", 1),
+        gp3(),
+    ];
+    let plan = plan(&zonal, &groups, &flags);
+    assert_eq!(increases(&plan), vec![inc("zone-a", 2)], "{plan:#}");
+}

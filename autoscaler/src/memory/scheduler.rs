@@ -57,10 +57,14 @@ fn untolerated_prefer_no_schedule(node: &NodeInfo, pod: &PodInfo) -> usize {
         .count()
 }
 
-/// kube-scheduler's FitError message.
-fn unschedulable_message(total: usize, reasons: &BTreeMap<String, usize>) -> String {
+/// kube-scheduler's FitError message. A PreFilter failure (a volume claim missing, …) holds
+/// for every node and is printed once, without a count, as kube-scheduler prints it.
+fn unschedulable_message(total: usize, reasons: &BTreeMap<String, usize>, pre_filter: Option<&str>) -> String {
     if total == 0 {
         return "no nodes available to schedule pods".to_string();
+    }
+    if let Some(message) = pre_filter {
+        return format!("0/{total} nodes are available: {message}.");
     }
     let mut parts: Vec<String> = reasons.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
     parts.sort();
@@ -235,6 +239,7 @@ impl MemoryCluster {
         let prepared = snapshot.prepare(pod);
         let mut best: Option<(usize, Reverse<i64>, Arc<str>)> = None;
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut pre_filter: Option<String> = None;
         let mut total = 0;
         for (id, node) in snapshot.nodes() {
             total += 1;
@@ -249,6 +254,7 @@ impl MemoryCluster {
                         best = Some(rank);
                     }
                 }
+                Err(simulator::Unfit::PodVolumes(message)) => pre_filter = Some(message),
                 Err(unfit) => {
                     for reason in unfit.reasons() {
                         *reasons.entry(reason).or_insert(0) += 1;
@@ -256,7 +262,8 @@ impl MemoryCluster {
                 }
             }
         }
-        best.map(|(_, _, name)| name.to_string()).ok_or_else(|| unschedulable_message(total, &reasons))
+        best.map(|(_, _, name)| name.to_string())
+            .ok_or_else(|| unschedulable_message(total, &reasons, pre_filter.as_deref()))
     }
 
     fn bind(&mut self, key: &ObjectKey, node: String) {

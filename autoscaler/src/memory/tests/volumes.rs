@@ -142,7 +142,7 @@ fn a_pod_whose_claim_does_not_exist_stays_pending_with_the_scheduler_reason() {
     c.advance(t(1));
     assert_eq!(node_of(&c, "default", "orphan"), None);
     let (_, _, message) = scheduled_condition(&c, "default", "orphan").unwrap();
-    assert_eq!(message, "0/1 nodes are available: 1 persistentvolumeclaim \"nowhere\" not found.");
+    assert_eq!(message, "0/1 nodes are available: persistentvolumeclaim \"nowhere\" not found.");
 }
 
 #[test]
