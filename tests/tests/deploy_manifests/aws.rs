@@ -1,4 +1,4 @@
-//! `deploy/kubernetes/aws/`: the kustomize overlay for `--cloud-provider=aws`. Its JSON patches
+//! `deploy/aws/`: the kustomize overlay for `--cloud-provider=aws`. Its JSON patches
 //! are applied to the base manifests here (as kustomize would), and the result is checked as
 //! the base is: strict Kubernetes types, flags the binary accepts, a provider that builds.
 
@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{MANIFEST_DIR, autoscaler_container, parse_flags, read, strict, yaml_documents, yaml_value};
 
-const OVERLAY: &str = "deploy/kubernetes/aws/kustomization.yaml";
+const OVERLAY: &str = "deploy/aws/kustomization.yaml";
 
 /// Applies RFC 6902 `add` / `replace` operations (the only ones the overlay uses).
 fn apply(document: &mut Value, operations: &Value, what: &str) {
@@ -37,7 +37,7 @@ fn apply(document: &mut Value, operations: &Value, what: &str) {
 /// The base document of `kind`, with the overlay's patches for it applied.
 fn patched(kind: &str) -> Value {
     let overlay = yaml_value(&read(OVERLAY), OVERLAY);
-    assert_eq!(overlay["resources"], serde_json::json!(["../"]), "the overlay builds on deploy/kubernetes");
+    assert_eq!(overlay["resources"], serde_json::json!(["../kubernetes"]), "the overlay builds on deploy/kubernetes");
     let mut document = ["deployment.yaml", "serviceaccount.yaml"]
         .iter()
         .flat_map(|file| yaml_documents(&format!("{MANIFEST_DIR}/{file}")))
