@@ -229,3 +229,37 @@ async fn plan_against_moto_shows_the_scale_up_and_changes_nothing() {
     assert!(scale_up.contains(ASG), "the plan scales {ASG} up: {scale_up}");
     assert_eq!(aws.state(ASG).await, (0, Vec::new()), "plan changed nothing in AWS");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_documented_aws_manifest_starts_the_controller_flags_and_all() {
+    // The container command of upstream's `cluster-autoscaler-autodiscover.yaml` example and
+    // the extraArgs of upstream's Helm chart, as they are (leader election on); only the
+    // kubeconfig and the metrics address are the test's.
+    let moto = MotoServer::start();
+    let _aws = discovered_asg(&moto).await;
+    let server = FakeApiServer::start().await;
+    let dir = workdir("upstream-manifest");
+    std::fs::write(dir.join("kubeconfig"), server.kubeconfig_yaml()).unwrap();
+    let port = free_port();
+    let args: Vec<String> = [
+        "--v=4",
+        "--stderrthreshold=info",
+        "--cloud-provider=aws",
+        "--skip-nodes-with-local-storage=false",
+        "--expander=least-waste",
+        DISCOVERY,
+        "--logtostderr=true",
+        "--namespace=kube-system",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .chain([format!("--kubeconfig={}", dir.join("kubeconfig").display()), format!("--address=127.0.0.1:{port}")])
+    .collect();
+    let controller = Controller::start_with_env(&dir, "controller", &args, &aws_env(&moto, &dir));
+    eventually(&format!("the status ConfigMap (log: {})", controller.log()), || async {
+        server.get::<k8s_openapi::api::core::v1::ConfigMap>(Some("kube-system"), "cluster-autoscaler-status")
+    })
+    .await;
+    let health = http_get(&format!("127.0.0.1:{port}"), "/health-check").map(|(code, _)| code);
+    assert_eq!(health, Some(200), "log: {}", controller.log());
+}
