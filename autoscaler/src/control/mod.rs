@@ -332,7 +332,16 @@ impl Autoscaler {
             self.clean_stale_taints(&view, &mut report).await;
             self.first_loop = false;
         }
-        let cloud = CloudState::gather(self.provider.as_ref(), &view.nodes, &self.options.node_group_defaults).await?;
+        let registry = &self.registry;
+        let cloud = CloudState::gather_for_loop(
+            self.provider.as_ref(),
+            &view.nodes,
+            &self.options,
+            now,
+            &mut self.memory.instances,
+            &|group| registry.scale_up_request(group).is_some(),
+        )
+        .await?;
         let update = self.registry.update(&view, &cloud, &self.options, now);
         let config_map = status_ref(&self.options);
         for (group, increase) in &update.timed_out {

@@ -1,9 +1,12 @@
 //! What the loop remembers between iterations and the decision reads: since when nodes have
-//! been unneeded, which nodes were recently found unremovable, and the scale-down cooldowns.
+//! been unneeded, which nodes were recently found unremovable, and the scale-down cooldowns;
+//! and what it remembers of the cloud (its groups' instances).
 
 use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::jiff::Timestamp;
+
+use super::cloud::InstanceCache;
 
 #[derive(Clone, Debug, Default)]
 pub struct LoopMemory {
@@ -20,6 +23,9 @@ pub struct LoopMemory {
     pub group_scale_down_failures: HashMap<String, Timestamp>,
     /// Nodes whose deletion the loop has started and not finished.
     pub deleting: HashSet<String>,
+    /// The groups' cloud instances, read again only when they may have changed (upstream's
+    /// instance cache); `plan` does not use it.
+    pub instances: InstanceCache,
     /// `plan` has no history: treat every unneeded node as unneeded long enough, so the plan
     /// shows what the loop will do once the unneeded time has passed.
     pub assume_unneeded_long_enough: bool,

@@ -169,6 +169,15 @@ fn template_pod(pod: &PodInfo, template_name: &str) -> PodInfo {
     PodInfo::new(Arc::new(p))
 }
 
+/// Upstream's test (§6.5, step 1) for a real node to stand as its group's template: `ready`
+/// (the node's readiness as the cluster state counts it), Ready for at least a minute,
+/// schedulable, and not being deleted. `CloudState::gather` applies it too, so that the provider's
+/// template is asked for exactly when `build_templates` will need it.
+pub fn qualifies_as_template(node: &Node, ready: bool, now: Timestamp) -> bool {
+    let schedulable = !node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+    ready && schedulable && to_be_deleted_since(node).is_none() && stable_for_a_minute(node, now)
+}
+
 fn stable_for_a_minute(node: &Node, now: Timestamp) -> bool {
     let ready =
         node.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
@@ -217,16 +226,15 @@ pub fn build_templates(
         if out.contains_key(&group.id) {
             continue;
         }
-        let schedulable = !node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
-        if state.is_ready(name) && schedulable && to_be_deleted_since(node).is_none() && stable_for_a_minute(node, now)
-        {
+        if qualifies_as_template(node, state.is_ready(name), now) {
             out.insert(
                 group.id.clone(),
                 Template { node_info: Arc::new(from_node(node, &group.id)), source: TemplateSource::Node(name.into()) },
             );
         }
     }
-    // 2. The provider's template, with the DaemonSet pods that would run on it.
+    // 2. The provider's template, with the DaemonSet pods that would run on it (gathered only
+    //    for the groups step 1 left without one).
     for group in &cloud.groups {
         if out.contains_key(&group.id) {
             continue;

@@ -150,7 +150,7 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
     let inputs = ProviderInputs { purpose: Purpose::Plan, nodes, now, kube };
     let (provider, mut expander) = compose::compose(providers, &args.flags, &options, inputs, args.random_seed).await?;
     provider.refresh().await?;
-    let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options.node_group_defaults).await?;
+    let cloud = CloudState::gather(provider.as_ref(), &view.nodes, &options, now).await?;
     // The state a freshly started controller's first loop sees (no scale-up of its own in
     // flight), through the same registry the loop uses.
     let state = Registry::new(&options).update(&view, &cloud, &options, now).state;

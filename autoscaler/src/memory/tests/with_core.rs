@@ -20,7 +20,7 @@ async fn autoscaler_scales_up_for_pods_the_memory_scheduler_cannot_place_and_the
     let options = AutoscalingOptions::default();
     let view = c.view();
     cloud.refresh().await.unwrap();
-    let state = CloudState::gather(cloud.as_ref(), &view.nodes, &options.node_group_defaults).await.unwrap();
+    let state = CloudState::gather(cloud.as_ref(), &view.nodes, &options, c.now()).await.unwrap();
     let cluster_state = ClusterState::observe(&view, &state, &options, c.now());
     let memory = LoopMemory::default();
     let input = DecisionInput {
