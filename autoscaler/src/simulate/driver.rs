@@ -12,7 +12,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::metrics::{GroupInfo, Metrics, MetricsSummary};
+use super::metrics::{GroupInfo, Metrics, MetricsSummary, PodAutoscalerSeries};
 use super::scenario::{Action, Fault, ObjectRef, Scenario};
 use super::world::{self, World, WorldError};
 use crate::config::AutoscalingOptions;
@@ -35,6 +35,14 @@ pub struct TimelineEntry {
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     pub scenario: String,
+    /// The currency of the scenario's prices (`currency:`, USD by default).
+    pub currency: String,
+    /// When the simulated time starts (RFC 3339).
+    pub start: String,
+    /// The expander chain in force (`--expander`).
+    pub expander: String,
+    /// The flags given on the command line, over the scenario's (the what-if).
+    pub extra_flags: Vec<String>,
     pub simulated_seconds: f64,
     pub wall_seconds: f64,
     pub loops: usize,
@@ -45,6 +53,8 @@ pub struct Outcome {
     pub evictions: usize,
     /// Scale changes the pod autoscalers applied.
     pub pod_rescales: usize,
+    /// Instances that failed to launch, per node group (stock-outs, quota, …).
+    pub failed_launches: BTreeMap<String, usize>,
     #[serde(flatten)]
     pub metrics: MetricsSummary,
     #[serde(skip)]
@@ -80,6 +90,131 @@ struct Pending {
     at: Timestamp,
     action: Action,
     index: usize,
+    /// A step of a ramp (the timeline names it `rampStep`, so readers can skip it).
+    step: bool,
+}
+
+/// An Event as the timeline records it: the object as the API server's `involvedObject`.
+fn event_details(e: &crate::ports::Event, source: &str) -> Value {
+    json!({
+        "involvedObject": {"kind": e.object.kind, "namespace": e.object.namespace, "name": e.object.name},
+        "type": e.event_type.as_str(),
+        "reason": e.reason,
+        "message": e.message,
+        "source": source,
+    })
+}
+
+/// The fraction of a node's allocatable its pods request (the largest of cpu and memory), as
+/// scale-down's utilization.
+fn node_utilization(view: &crate::core::ClusterView, node: &str) -> Option<f64> {
+    let n = view.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node))?;
+    let allocatable = simulator::NodeInfo::new(n.clone()).allocatable;
+    let mut requested = simulator::resources::Resources::default();
+    for pod in &view.pods {
+        if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node)
+            || matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+        {
+            continue;
+        }
+        requested.add(&simulator::resources::pod_requests(pod));
+    }
+    let share = |name: &str| {
+        let a = allocatable.get(name);
+        if a > 0 { requested.get(name) as f64 / a as f64 } else { 0.0 }
+    };
+    Some(share(simulator::resources::CPU).max(share(simulator::resources::MEMORY)))
+}
+
+/// A node's shape from its capacity: `16 CPU, 32 GiB, 1 GPU`.
+fn shape(node: &k8s_openapi::api::core::v1::Node) -> String {
+    let status = node.status.as_ref();
+    let of = |name: &str| {
+        status
+            .and_then(|s| s.capacity.as_ref().or(s.allocatable.as_ref()))
+            .and_then(|c| c.get(name))
+            .and_then(|q| simulator::quantity::parse_milli(&q.0).ok())
+    };
+    let mut parts = Vec::new();
+    if let Some(cpu) = of(simulator::resources::CPU) {
+        let cpus = cpu as f64 / 1000.0;
+        parts.push(if cpus.fract() == 0.0 { format!("{cpus:.0} CPU") } else { format!("{cpus:.1} CPU") });
+    }
+    if let Some(memory) = of(simulator::resources::MEMORY) {
+        parts.push(format!("{:.0} GiB", memory as f64 / 1000.0 / (1u64 << 30) as f64));
+    }
+    if let Some(gpus) = of(simulator::resources::NVIDIA_GPU).filter(|g| *g > 0) {
+        parts.push(format!("{} GPU", gpus / 1000));
+    }
+    parts.join(", ")
+}
+
+/// A pod autoscaler's series, described from its object (the metric and its targets).
+fn describe_pod_autoscaler(a: &crate::podscaling::AutoscalerReport, object: Option<Value>) -> PodAutoscalerSeries {
+    let spec_metric = object.as_ref().and_then(|o| o.pointer("/spec/metrics/0")).cloned().unwrap_or(Value::Null);
+    let (metric, targets) = metric_and_targets(&spec_metric);
+    let namespace = a.name.split_once('/').map_or("default", |(n, _)| n);
+    let workload = a.target.split_once('/').map_or(a.target.as_str(), |(_, n)| n);
+    PodAutoscalerSeries {
+        name: a.name.clone(),
+        kind: a.kind.to_string(),
+        target: a.target.clone(),
+        workload: format!("{namespace}/{workload}"),
+        metric,
+        targets,
+        points: Vec::new(),
+    }
+}
+
+/// A quantity (`"600m"`, `"30"`, `60`) as a number.
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => simulator::quantity::parse_milli(s).ok().map(|m| m as f64 / 1000.0),
+        _ => None,
+    }
+}
+
+/// What a pod autoscaler's first metric measures and its targets, from the object's spec.
+fn metric_and_targets(spec_metric: &Value) -> (String, Vec<(String, f64)>) {
+    const SOURCES: &[&str] = &["resource", "containerResource", "pods", "object", "external"];
+    let Some((source, body)) = SOURCES.iter().find_map(|k| spec_metric.get(*k).map(|b| (*k, b))) else {
+        return ("metric".into(), Vec::new());
+    };
+    let name = body
+        .get("name")
+        .or_else(|| body.pointer("/metric/name"))
+        .or_else(|| body.get("metricName"))
+        .and_then(Value::as_str)
+        .unwrap_or("metric")
+        .to_string();
+    let mut targets = Vec::new();
+    if let Some(target) = body.get("target") {
+        if let Some(u) = target.get("averageUtilization").and_then(number) {
+            return (format!("{name} use (% of requests)"), vec![("target".into(), u)]);
+        }
+        if let Some(v) = target.get("averageValue").or_else(|| target.get("value")).and_then(number) {
+            targets.push(("target".into(), v));
+        }
+    }
+    for (key, label) in [("highWatermark", "high watermark"), ("lowWatermark", "low watermark")] {
+        if let Some(v) = body.get(key).and_then(number) {
+            targets.push((label.into(), v));
+        }
+    }
+    let metric = if matches!(source, "resource" | "containerResource") { format!("{name} use") } else { name };
+    (metric, targets)
+}
+
+/// A metric status's current value (utilization in percent when there is one).
+fn current_value(status: &Value) -> Option<f64> {
+    const SOURCES: &[&str] = &["resource", "containerResource", "pods", "object", "external"];
+    let body = SOURCES.iter().find_map(|k| status.get(*k))?;
+    if let Some(v) = body.get("currentValue").and_then(number) {
+        return Some(v);
+    }
+    let current = body.get("current")?;
+    ["averageUtilization", "averageValue", "value"].iter().find_map(|k| current.get(*k).and_then(number))
 }
 
 struct Timeline {
@@ -128,6 +263,7 @@ async fn apply(
                     at: plus(now, Duration::from_secs(60 * s)),
                     action: Action::Scale { target: target.clone(), replicas },
                     index,
+                    step: true,
                 });
             }
             json!({"ramp": format!("{}/{}/{}", target.kind, target.namespace, target.name), "from": from, "to": to, "over": over.as_secs()})
@@ -172,7 +308,17 @@ async fn apply(
                 Fault::Clear => cloud.clear_faults(group),
             };
             result.map_err(|e| e.to_string())?;
-            json!({"fault": format!("{fault:?}"), "group": group})
+            let what = match fault {
+                Fault::FailIncreaseSize { times } => json!({"type": "failIncreaseSize", "times": times}),
+                Fault::PartialFulfilment { ratio, count } => {
+                    json!({"type": "partialFulfilment", "ratio": ratio, "count": count})
+                }
+                Fault::NeverRegister { count } => json!({"type": "neverRegister", "count": count}),
+                Fault::FailDeleteNodes { times } => json!({"type": "failDeleteNodes", "times": times}),
+                Fault::StockOut { duration } => json!({"type": "stockOut", "forSeconds": duration.as_secs()}),
+                Fault::Clear => json!({"type": "clear"}),
+            };
+            json!({"fault": what, "group": group})
         }
         Action::AnnotateNode { node, annotations } => {
             let mut guard = handle.lock();
@@ -232,6 +378,8 @@ pub async fn run_observed(
     let expander = crate::compose::build_expander(&options, world.cloud.as_ref(), Some(scenario.seed))
         .map_err(|e| SimulateError::World(WorldError::Flags(format!("flags: {e}"))))?;
     let scan_interval = options.scan_interval;
+    let defaults = options.node_group_defaults.clone();
+    let expander_spec = options.expander.clone();
     let mut autoscaler = Autoscaler::new(Parts {
         options,
         provider: world.cloud.clone(),
@@ -260,6 +408,7 @@ pub async fn run_observed(
             });
             GroupInfo {
                 id: g.id.clone(),
+                shape: shape(&template),
                 price_per_hour: price,
                 allocatable: simulator::NodeInfo::new(Arc::new(template)).allocatable,
             }
@@ -267,13 +416,16 @@ pub async fn run_observed(
         .collect();
     let start = scenario.start;
     let end = plus(start, scenario.duration);
-    let mut metrics = Metrics::new(start, groups, Duration::from_secs(300));
+    // One sample a minute for a day or two; fewer for longer runs (about 2,880 at most).
+    let sample_every = Duration::from_secs((scenario.duration.as_secs() / 2880).max(60));
+    let mut metrics = Metrics::new(start, groups, sample_every);
+    let mut last_kept: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
     let mut timeline = Timeline { start, entries: Vec::new(), keep: keep_timeline };
     let mut queue: Vec<Pending> = scenario
         .events
         .iter()
         .enumerate()
-        .map(|(i, e)| Pending { at: plus(start, e.at), action: e.action.clone(), index: i })
+        .map(|(i, e)| Pending { at: plus(start, e.at), action: e.action.clone(), index: i, step: false })
         .collect();
     queue.sort_by_key(|p| p.at);
     let mut counts = Counts::default();
@@ -290,7 +442,7 @@ pub async fn run_observed(
             let (details, follow_ups) = apply(&p.action, &world, &world.handle, now, p.index)
                 .await
                 .map_err(|message| SimulateError::Event { at: format!("events[{}]", p.index), message })?;
-            timeline.push(now, "scenario", details);
+            timeline.push(now, if p.step { "rampStep" } else { "scenario" }, details);
             for f in follow_ups {
                 let pos = queue.partition_point(|q| q.at <= f.at);
                 queue.insert(pos, f);
@@ -301,18 +453,44 @@ pub async fn run_observed(
             let r = autoscaler.sync_pod_autoscalers().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
             for (name, target, from, to) in &r.rescaled {
                 counts.pod_rescales += 1;
+                let kind = r.autoscalers.iter().find(|a| &a.name == name).map_or("", |a| a.kind);
                 timeline.push(
                     now,
                     "podAutoscaler",
-                    json!({"autoscaler": name, "target": target, "from": from, "to": to}),
+                    json!({"autoscaler": name, "kind": kind, "target": target, "from": from, "to": to}),
                 );
             }
             if keep_timeline {
                 for e in &r.events {
-                    timeline.push(
+                    let source = if e.object.kind == "HorizontalPodAutoscaler" {
+                        "horizontal-pod-autoscaler"
+                    } else {
+                        "watermarkpodautoscaler-controller"
+                    };
+                    timeline.push(now, "event", event_details(e, source));
+                }
+            }
+            if !r.autoscalers.is_empty() {
+                let view = world.handle.lock().view();
+                for a in &r.autoscalers {
+                    let object = || {
+                        let (namespace, name) = a.name.split_once('/').unwrap_or(("default", a.name.as_str()));
+                        let is = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+                            m.namespace.as_deref().unwrap_or("default") == namespace && m.name.as_deref() == Some(name)
+                        };
+                        if a.kind == "HorizontalPodAutoscaler" {
+                            view.hpas.iter().find(|h| is(&h.metadata)).and_then(|h| serde_json::to_value(&**h).ok())
+                        } else {
+                            view.wpas.iter().find(|w| is(&w.metadata)).and_then(|w| serde_json::to_value(&**w).ok())
+                        }
+                    };
+                    let value = a.metrics.first().and_then(current_value);
+                    let to = a.rescale.as_ref().map_or(a.current_replicas, |r| r.to);
+                    metrics.pod_autoscaler(
                         now,
-                        "event",
-                        json!({"object": format!("{}/{}", e.object.kind, e.object.name), "type": e.event_type.as_str(), "reason": e.reason, "message": e.message}),
+                        &a.name,
+                        || describe_pod_autoscaler(a, object()),
+                        (a.current_replicas, a.desired_replicas.max(to), value),
                     );
                 }
             }
@@ -338,6 +516,7 @@ pub async fn run_observed(
                 timeline.push(now, "scaleUpTimedOut", json!({"nodeGroup": g, "increase": n}));
             }
             for (g, i, code) in &report.failed_instances {
+                *counts.failed_launches.entry(g.clone()).or_default() += 1;
                 timeline.push(now, "instanceFailed", json!({"nodeGroup": g, "instance": i, "errorCode": code}));
             }
             for (g, i, reason) in &report.removed_instances {
@@ -363,12 +542,53 @@ pub async fn run_observed(
                     metrics.capacity_requested(&format!("{ns}/{}", e.object.name), now);
                 }
                 if keep_timeline {
-                    timeline.push(
-                        now,
-                        "event",
-                        json!({"object": format!("{}/{}", e.object.kind, e.object.name), "type": e.event_type.as_str(), "reason": e.reason, "message": e.message}),
-                    );
+                    timeline.push(now, "event", event_details(e, "cluster-autoscaler"));
                 }
+            }
+            if let Some(plan) = &report.plan {
+                let view = world.handle.lock().view();
+                let mut kept = Vec::new();
+                for u in &plan.scale_down.unremovable {
+                    let group = u.node_group.clone().unwrap_or_default();
+                    let why = match (u.reason.as_str(), u.blocking_reason.as_deref()) {
+                        ("ScaleDownDisabledAnnotation", _) => {
+                            let gpu = view
+                                .nodes
+                                .iter()
+                                .find(|n| n.metadata.name.as_deref() == Some(u.node.as_str()))
+                                .is_some_and(|n| {
+                                    n.status
+                                        .as_ref()
+                                        .and_then(|s| s.allocatable.as_ref())
+                                        .is_some_and(|a| a.contains_key(simulator::resources::NVIDIA_GPU))
+                                });
+                            let threshold = if gpu {
+                                defaults.scale_down_gpu_utilization_threshold
+                            } else {
+                                defaults.scale_down_utilization_threshold
+                            };
+                            node_utilization(&view, &u.node)
+                                .is_some_and(|used| used <= threshold)
+                                .then(|| ("ScaleDownDisabledAnnotation".to_string(), None))
+                        }
+                        (_, Some("NotEnoughPdb")) => Some(("NotEnoughPdb".to_string(), u.blocking_pod.clone())),
+                        // Rechecked later: still kept for the reason it had.
+                        ("RecentlyUnremovable", _) => last_kept.get(&u.node).cloned(),
+                        _ => None,
+                    };
+                    if let Some((reason, pod)) = why {
+                        if keep_timeline && last_kept.get(&u.node).map(|k| &k.0) != Some(&reason) {
+                            timeline.push(
+                                now,
+                                "scaleDownBlocked",
+                                json!({"node": u.node, "nodeGroup": group, "reason": reason, "blockingPod": pod}),
+                            );
+                        }
+                        kept.push((u.node.clone(), group, reason, pod));
+                    }
+                }
+                last_kept = kept.iter().map(|(n, _, r, p)| (n.clone(), (r.clone(), p.clone()))).collect();
+                metrics.kept_nodes(now, kept);
             }
             if let Some(plan) = &report.plan
                 && keep_timeline
@@ -411,6 +631,10 @@ pub async fn run_observed(
     progress(1.0);
     Ok(Outcome {
         scenario: scenario.name.clone(),
+        currency: scenario.currency.clone(),
+        start: start.to_string(),
+        expander: expander_spec,
+        extra_flags: extra_flags.to_vec(),
         simulated_seconds: scenario.duration.as_secs_f64(),
         wall_seconds: wall.elapsed().as_secs_f64(),
         loops: counts.loops,
@@ -420,6 +644,7 @@ pub async fn run_observed(
         deletion_failures: counts.deletion_failures,
         evictions: counts.evictions,
         pod_rescales: counts.pod_rescales,
+        failed_launches: counts.failed_launches,
         metrics: metrics.finish(end, &view),
         timeline: timeline.entries,
     })
@@ -434,4 +659,5 @@ struct Counts {
     deletion_failures: usize,
     evictions: usize,
     pod_rescales: usize,
+    failed_launches: BTreeMap<String, usize>,
 }

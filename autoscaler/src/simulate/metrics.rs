@@ -1,6 +1,8 @@
 //! What a simulation measures: node-hours and cost per group, pending pods and how long they
-//! waited, how long until capacity was requested for them, and packing efficiency against the
-//! lower bound ⌈Σ requests / node allocatable⌉.
+//! waited (in all and per workload), how long until capacity was requested for them, packing
+//! efficiency against the lower bound ⌈Σ requests / node allocatable⌉, what each pod autoscaler
+//! did against its load, and the nodes kept although underused (a PDB, the scale-down-disabled
+//! annotation), so the report can show what each flag changes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -18,9 +20,68 @@ pub struct Sample {
     /// Seconds since the start.
     pub at: f64,
     pub nodes: BTreeMap<String, usize>,
+    /// The most pods pending at once since the previous sample (a short wait between two
+    /// samples still shows).
     pub pending_pods: usize,
     pub cost: f64,
+    /// Cost so far per node group.
+    pub cost_by_group: BTreeMap<String, f64>,
     pub packing_efficiency: Option<f64>,
+}
+
+/// One reading of a pod autoscaler.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAutoscalerPoint {
+    pub at: f64,
+    pub replicas: i32,
+    pub desired: i32,
+    /// The metric's current value, in the series' unit.
+    pub value: Option<f64>,
+}
+
+/// A pod autoscaler over the run: its replicas against the load it measures and its target.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAutoscalerSeries {
+    /// `namespace/name`.
+    pub name: String,
+    pub kind: String,
+    /// `Kind/name` of the workload it scales.
+    pub target: String,
+    /// `namespace/name` of that workload (as in [`WorkloadPending`]).
+    pub workload: String,
+    /// What the first metric measures, e.g. `cpu use (% of requests)` or `queue.depth`.
+    pub metric: String,
+    /// The metric's targets: `target` for an HPA, the watermarks for a WPA.
+    pub targets: Vec<(String, f64)>,
+    pub points: Vec<PodAutoscalerPoint>,
+}
+
+/// Pods of one workload that waited.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadPending {
+    /// `namespace/name` of the Deployment, StatefulSet, Job, … (the pod's own name otherwise).
+    pub workload: String,
+    pub pods: usize,
+    pub seconds: f64,
+}
+
+/// A node that scale-down would have removed but something kept.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptNode {
+    pub node: String,
+    pub node_group: String,
+    /// Upstream's reason name: `ScaleDownDisabledAnnotation` or `NotEnoughPdb`.
+    pub reason: String,
+    /// The pod whose PodDisruptionBudget allowed no disruption.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocking_pod: Option<String>,
+    /// Hours it ran kept, under the scale-down utilization threshold.
+    pub hours: f64,
+    pub cost: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -53,9 +114,30 @@ impl Distribution {
 
 pub struct GroupInfo {
     pub id: String,
+    /// The node shape, e.g. `4 CPU, 16 GiB` (for the summary).
+    pub shape: String,
     pub price_per_hour: f64,
     /// The template's allocatable (for the packing lower bound).
     pub allocatable: Resources,
+}
+
+/// The workload a pod belongs to: its controller, with a Deployment's ReplicaSet named after
+/// the Deployment.
+pub fn workload_of(pod: &k8s_openapi::api::core::v1::Pod) -> String {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let owner = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
+    let name = match owner {
+        Some(o) if o.kind == "ReplicaSet" => {
+            let hash = pod.metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash"));
+            match hash.and_then(|h| o.name.strip_suffix(&format!("-{h}"))) {
+                Some(deployment) => deployment.to_string(),
+                None => o.name.clone(),
+            }
+        }
+        Some(o) => o.name.clone(),
+        None => pod.metadata.name.clone().unwrap_or_default(),
+    };
+    format!("{namespace}/{name}")
 }
 
 #[derive(Default)]
@@ -73,8 +155,14 @@ pub struct Metrics {
     groups: Vec<GroupInfo>,
     totals: BTreeMap<String, GroupTotals>,
     current_nodes: BTreeMap<String, usize>,
-    pending_since: HashMap<String, Timestamp>,
+    /// Pending pods: since when, and their workload.
+    pending_since: HashMap<String, (Timestamp, String)>,
     pending_durations: Vec<f64>,
+    pending_by_workload: BTreeMap<String, (usize, f64)>,
+    pending_peak: usize,
+    pod_autoscalers: Vec<PodAutoscalerSeries>,
+    kept: BTreeMap<String, KeptNode>,
+    last_loop: Option<Timestamp>,
     requested_after: Vec<f64>,
     requested: HashMap<String, ()>,
     pub samples: Vec<Sample>,
@@ -99,6 +187,11 @@ impl Metrics {
             current_nodes: BTreeMap::new(),
             pending_since: HashMap::new(),
             pending_durations: Vec::new(),
+            pending_by_workload: BTreeMap::new(),
+            pending_peak: 0,
+            pod_autoscalers: Vec::new(),
+            kept: BTreeMap::new(),
+            last_loop: None,
             requested_after: Vec::new(),
             requested: HashMap::new(),
             samples: Vec::new(),
@@ -132,12 +225,13 @@ impl Metrics {
                 self.efficiency_sum += e;
                 self.efficiency_samples += 1;
             }
-            let pending = self.pending_since.len();
+            let pending = std::mem::take(&mut self.pending_peak).max(self.pending_since.len());
             self.samples.push(Sample {
                 at: seconds(self.start, now),
                 nodes: instances.clone(),
                 pending_pods: pending,
                 cost: self.totals.values().map(|t| t.cost).sum(),
+                cost_by_group: self.totals.iter().map(|(g, t)| (g.clone(), t.cost)).collect(),
                 packing_efficiency: efficiency,
             });
             self.next_sample = now + k8s_openapi::jiff::SignedDuration::try_from(self.sample_every).unwrap_or_default();
@@ -156,13 +250,75 @@ impl Metrics {
                 pod.metadata.name.as_deref().unwrap_or("")
             );
             let created = pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0);
-            self.pending_since.entry(key.clone()).or_insert(created);
+            self.pending_since.entry(key.clone()).or_insert_with(|| (created, workload_of(pod)));
             seen.insert(key, ());
         }
+        self.pending_peak = self.pending_peak.max(self.pending_since.len());
         let done: Vec<String> = self.pending_since.keys().filter(|k| !seen.contains_key(*k)).cloned().collect();
         for key in done {
-            let since = self.pending_since.remove(&key).expect("listed");
-            self.pending_durations.push(seconds(since, now));
+            let (since, workload) = self.pending_since.remove(&key).expect("listed");
+            self.waited(seconds(since, now), workload);
+        }
+    }
+
+    fn waited(&mut self, seconds: f64, workload: String) {
+        self.pending_durations.push(seconds);
+        let entry = self.pending_by_workload.entry(workload).or_default();
+        entry.0 += 1;
+        entry.1 += seconds;
+    }
+
+    /// A pod autoscaler's reading at a sync. `describe` gives the series' description the first
+    /// time the autoscaler is seen. At most one reading a minute is kept, plus every change of
+    /// replicas.
+    pub fn pod_autoscaler(
+        &mut self,
+        now: Timestamp,
+        name: &str,
+        describe: impl FnOnce() -> PodAutoscalerSeries,
+        point: (i32, i32, Option<f64>),
+    ) {
+        let at = seconds(self.start, now);
+        let index = match self.pod_autoscalers.iter().position(|s| s.name == name) {
+            Some(i) => i,
+            None => {
+                self.pod_autoscalers.push(describe());
+                self.pod_autoscalers.len() - 1
+            }
+        };
+        let points = &mut self.pod_autoscalers[index].points;
+        let (replicas, desired, value) = point;
+        if let Some(last) = points.last()
+            && at - last.at < 60.0
+            && last.replicas == replicas
+            && last.desired == desired
+        {
+            return;
+        }
+        points.push(PodAutoscalerPoint { at, replicas, desired, value });
+    }
+
+    /// The nodes scale-down kept at this loop although they were underused: each is charged the
+    /// time since the previous loop.
+    pub fn kept_nodes(&mut self, now: Timestamp, kept: Vec<(String, String, String, Option<String>)>) {
+        let dt = self.last_loop.map_or(0.0, |last| seconds(last, now));
+        self.last_loop = Some(now);
+        for (node, group, reason, blocking_pod) in kept {
+            let price = self.groups.iter().find(|g| g.id == group).map_or(0.0, |g| g.price_per_hour);
+            let entry = self.kept.entry(node.clone()).or_insert_with(|| KeptNode {
+                node,
+                node_group: group,
+                reason: reason.clone(),
+                blocking_pod: blocking_pod.clone(),
+                hours: 0.0,
+                cost: 0.0,
+            });
+            entry.reason = reason;
+            if blocking_pod.is_some() {
+                entry.blocking_pod = blocking_pod;
+            }
+            entry.hours += dt / 3600.0;
+            entry.cost += dt / 3600.0 * price;
         }
     }
 
@@ -171,7 +327,7 @@ impl Metrics {
         if self.requested.insert(pod.to_string(), ()).is_some() {
             return;
         }
-        if let Some(since) = self.pending_since.get(pod) {
+        if let Some((since, _)) = self.pending_since.get(pod) {
             self.requested_after.push(seconds(*since, now));
         }
     }
@@ -227,9 +383,18 @@ impl Metrics {
     pub fn finish(mut self, end: Timestamp, view: &ClusterView) -> MetricsSummary {
         let instances = self.current_nodes.clone();
         self.step(end, &instances, view);
-        for (_, since) in self.pending_since.drain() {
-            self.pending_durations.push(seconds(since, end));
+        let still_pending: Vec<(Timestamp, String)> = self.pending_since.drain().map(|(_, v)| v).collect();
+        for (since, workload) in still_pending {
+            self.waited(seconds(since, end), workload);
         }
+        let mut pending_by_workload: Vec<WorkloadPending> = self
+            .pending_by_workload
+            .iter()
+            .map(|(w, (pods, secs))| WorkloadPending { workload: w.clone(), pods: *pods, seconds: *secs })
+            .collect();
+        pending_by_workload.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then_with(|| a.workload.cmp(&b.workload)));
+        let mut kept_nodes: Vec<KeptNode> = self.kept.values().filter(|k| k.hours > 0.0).cloned().collect();
+        kept_nodes.sort_by(|a, b| b.hours.total_cmp(&a.hours).then_with(|| a.node.cmp(&b.node)));
         let groups = self
             .groups
             .iter()
@@ -237,6 +402,8 @@ impl Metrics {
                 let t = &self.totals[&g.id];
                 GroupSummary {
                     id: g.id.clone(),
+                    shape: g.shape.clone(),
+                    price_per_hour: g.price_per_hour,
                     node_hours: t.node_seconds / 3600.0,
                     cost: t.cost,
                     peak_nodes: t.peak,
@@ -251,6 +418,9 @@ impl Metrics {
             total_node_hours: groups.iter().map(|g| g.node_hours).sum(),
             groups,
             pending_seconds: Distribution::of(self.pending_durations),
+            pending_by_workload,
+            kept_nodes,
+            pod_autoscalers: self.pod_autoscalers,
             time_to_capacity_request: Distribution::of(self.requested_after),
             packing_efficiency: if self.efficiency_samples > 0 {
                 self.efficiency_sum / self.efficiency_samples as f64
@@ -266,6 +436,8 @@ impl Metrics {
 #[serde(rename_all = "camelCase")]
 pub struct GroupSummary {
     pub id: String,
+    pub shape: String,
+    pub price_per_hour: f64,
     pub node_hours: f64,
     pub cost: f64,
     pub peak_nodes: usize,
@@ -282,6 +454,13 @@ pub struct MetricsSummary {
     pub total_node_hours: f64,
     /// Per pod that had to wait: seconds from creation until it was bound.
     pub pending_seconds: Distribution,
+    /// The same, per workload, most waiting first.
+    pub pending_by_workload: Vec<WorkloadPending>,
+    /// Nodes kept although underused, longest first.
+    pub kept_nodes: Vec<KeptNode>,
+    /// What each pod autoscaler did (for the report's charts).
+    #[serde(skip)]
+    pub pod_autoscalers: Vec<PodAutoscalerSeries>,
     /// Per pod that triggered a scale-up: seconds from creation until capacity was requested.
     pub time_to_capacity_request: Distribution,
     /// Average over samples of lower bound / nodes (1.0 is perfect packing).

@@ -2,7 +2,11 @@
 //! in-memory cluster and cloud, on a virtual clock, as fast as the machine allows. Without a
 //! scenario it runs the built-in day in the life of a cluster (`deploy/examples/scenarios/day.yaml`).
 
+pub mod activity;
+pub mod chart;
 pub mod driver;
+pub mod events;
+pub mod html;
 pub mod load;
 pub mod metrics;
 pub mod report;
@@ -46,7 +50,8 @@ pub struct SimulateArgs {
     pub flags: Vec<String>,
 
     /// Run the scenario a second time with `--hpa-aware-scale-up=false` and compare the
-    /// pending-pod seconds.
+    /// pending-pod seconds. (With `--flag`, the scenario also runs as written, to say what the
+    /// flags changed.)
     #[arg(long = "compare-hpa-aware")]
     pub compare_hpa_aware: bool,
 }
@@ -57,8 +62,45 @@ pub struct SimulateArgs {
 pub struct HpaAwareComparison {
     pub with_hpa_aware: metrics::Distribution,
     pub without_hpa_aware: metrics::Distribution,
+    /// Pending seconds of the pods of workloads that pod autoscalers scale.
+    pub autoscaled_with: f64,
+    pub autoscaled_without: f64,
+    pub autoscaled_pods_with: usize,
+    pub autoscaled_pods_without: usize,
     pub cost_with: f64,
     pub cost_without: f64,
+    pub currency: String,
+}
+
+impl HpaAwareComparison {
+    pub fn new(with: &Outcome, without: &Outcome) -> Self {
+        let (autoscaled_with, autoscaled_pods_with) = report::autoscaled_pending(&with.metrics);
+        let (autoscaled_without, autoscaled_pods_without) = report::autoscaled_pending(&without.metrics);
+        HpaAwareComparison {
+            with_hpa_aware: with.metrics.pending_seconds.clone(),
+            without_hpa_aware: without.metrics.pending_seconds.clone(),
+            autoscaled_with,
+            autoscaled_without,
+            autoscaled_pods_with,
+            autoscaled_pods_without,
+            cost_with: with.metrics.total_cost,
+            cost_without: without.metrics.total_cost,
+            currency: with.currency.clone(),
+        }
+    }
+}
+
+/// The key figures of the scenario as written, beside a what-if's.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Baseline {
+    pub expander: String,
+    pub total_cost: f64,
+    pub total_node_hours: f64,
+    pub pending_seconds: metrics::Distribution,
+    pub packing_efficiency: f64,
+    pub scale_ups: usize,
+    pub scale_downs: usize,
 }
 
 #[derive(serde::Serialize)]
@@ -68,6 +110,9 @@ struct JsonSummary<'a> {
     outcome: &'a Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     hpa_aware_comparison: Option<&'a HpaAwareComparison>,
+    /// With `--flag`: the scenario as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<Baseline>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -126,39 +171,56 @@ pub async fn run(args: &SimulateArgs) -> Result<String, SimulateCommandError> {
             }
         })
         .await?;
-        Some(HpaAwareComparison {
-            with_hpa_aware: outcome.metrics.pending_seconds.clone(),
-            without_hpa_aware: without.metrics.pending_seconds.clone(),
-            cost_with: outcome.metrics.total_cost,
-            cost_without: without.metrics.total_cost,
-        })
+        Some(HpaAwareComparison::new(&outcome, &without))
     } else {
         None
+    };
+    // A what-if says what it changed: the scenario runs as written too.
+    let baseline = if args.flags.is_empty() {
+        None
+    } else {
+        let as_written = driver::run(&scenario, &[], false, |done| {
+            if let Some(b) = &bar {
+                b.set_message("(again as the scenario is written)");
+                b.set_position((done * 1000.0) as u64);
+            }
+        })
+        .await?;
+        Some(as_written)
     };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     if let Some(path) = &args.events {
-        let mut out = String::new();
-        for e in &outcome.timeline {
-            out.push_str(&serde_json::to_string(e).expect("timeline entries serialize"));
-            out.push('\n');
-        }
-        std::fs::write(path, out).map_err(|e| SimulateCommandError::Write(path.clone(), e))?;
+        std::fs::write(path, events::file(&outcome.timeline))
+            .map_err(|e| SimulateCommandError::Write(path.clone(), e))?;
     }
     if let Some(path) = &args.report {
-        std::fs::write(path, report::html(&outcome)).map_err(|e| SimulateCommandError::Write(path.clone(), e))?;
+        let page = html::page(&outcome, baseline.as_ref(), comparison.as_ref());
+        std::fs::write(path, page).map_err(|e| SimulateCommandError::Write(path.clone(), e))?;
     }
     let _ = std::io::stderr().flush();
     Ok(match args.output {
         OutputFormat::Json => {
-            let summary = JsonSummary { outcome: &outcome, hpa_aware_comparison: comparison.as_ref() };
+            let baseline = baseline.as_ref().map(|b| Baseline {
+                expander: b.expander.clone(),
+                total_cost: b.metrics.total_cost,
+                total_node_hours: b.metrics.total_node_hours,
+                pending_seconds: b.metrics.pending_seconds.clone(),
+                packing_efficiency: b.metrics.packing_efficiency,
+                scale_ups: b.scale_ups,
+                scale_downs: b.scale_downs,
+            });
+            let summary = JsonSummary { outcome: &outcome, hpa_aware_comparison: comparison.as_ref(), baseline };
             let mut s = serde_json::to_string_pretty(&summary).expect("outcomes serialize");
             s.push('\n');
             s
         }
         OutputFormat::Text => {
             let mut text = report::text(&outcome);
+            if let Some(b) = &baseline {
+                text.push_str(&report::what_if(&outcome, b));
+            }
             if let Some(c) = &comparison {
                 text.push_str(&report::comparison(c));
             }

@@ -1,19 +1,20 @@
-//! Reports of a simulation: the text summary, and a self-contained HTML page with charts
-//! (inline SVG, no scripts, no external files) that opens in any browser.
+//! The text summary of a simulation, and the comparisons of what-ifs (`--flag`,
+//! `--compare-hpa-aware`). Every figure says in words what it means, so a first reader needs
+//! nothing else; the HTML page (`html.rs`) shows the same over time.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::driver::Outcome;
-use super::metrics::{Distribution, Sample};
+use super::metrics::{Distribution, MetricsSummary};
 
-fn secs(v: f64) -> String {
+/// A duration for people: `42s`, `3.5 min`, `2.1 h`.
+pub fn secs(v: f64) -> String {
     if v >= 3600.0 {
-        format!("{:.1}h", v / 3600.0)
+        format!("{:.1} h", v / 3600.0)
     } else if v >= 60.0 {
-        format!("{:.1}m", v / 60.0)
+        format!("{:.1} min", v / 60.0)
     } else {
-        format!("{v:.0}s")
+        format!("{v:.0} s")
     }
 }
 
@@ -24,183 +25,67 @@ fn dist(d: &Distribution) -> String {
     format!("p50 {}, p95 {}, max {} over {} pod(s)", secs(d.p50), secs(d.p95), secs(d.max), d.count)
 }
 
+/// `+12.3%` / `−4.0%` / `±0%`, against `before`.
+fn change(before: f64, after: f64) -> String {
+    if before.abs() < 1e-9 {
+        return if after.abs() < 1e-9 { "±0%".into() } else { "new".into() };
+    }
+    let p = (after - before) / before * 100.0;
+    if p.abs() < 0.05 {
+        "±0%".into()
+    } else if p > 0.0 {
+        format!("+{p:.1}%")
+    } else {
+        format!("−{:.1}%", -p)
+    }
+}
+
+/// The pod autoscalers' workloads: their pods' pending seconds, and how many pods waited.
+pub fn autoscaled_pending(m: &MetricsSummary) -> (f64, usize) {
+    let workloads: Vec<&str> = m.pod_autoscalers.iter().map(|s| s.workload.as_str()).collect();
+    m.pending_by_workload
+        .iter()
+        .filter(|w| workloads.contains(&w.workload.as_str()))
+        .fold((0.0, 0), |(s, n), w| (s + w.seconds, n + w.pods))
+}
+
 pub fn text(o: &Outcome) -> String {
     let mut out = String::new();
     let m = &o.metrics;
+    let c = &o.currency;
     let _ = writeln!(
         out,
-        "Simulated {} of {:?} in {:.2} s wall ({} autoscaler loops).",
+        "Simulated {} of {:?} in {:.2} s of wall time ({} autoscaler loops; expander {}).",
         secs(o.simulated_seconds),
         o.scenario,
         o.wall_seconds,
-        o.loops
+        o.loops,
+        o.expander
     );
+    if !o.extra_flags.is_empty() {
+        let _ = writeln!(out, "What-if: {} over the scenario's flags.", o.extra_flags.join(" "));
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<14} {:>10} {:>10} {:>6} {:>6} {:>6} {:>8}",
-        "node group", "node-hours", "cost", "peak", "final", "added", "removed"
+        "{:<10} {:<22} {:>9} {:>10} {:>10} {:>5} {:>5} {:>5} {:>7}",
+        "node group",
+        "node shape",
+        format!("{c}/hour"),
+        "node-hours",
+        format!("cost {c}"),
+        "peak",
+        "final",
+        "added",
+        "removed"
     );
     for g in &m.groups {
         let _ = writeln!(
             out,
-            "{:<14} {:>10.1} {:>10.2} {:>6} {:>6} {:>6} {:>8}",
-            g.id, g.node_hours, g.cost, g.peak_nodes, g.final_nodes, g.nodes_added, g.nodes_removed
-        );
-    }
-    let _ = writeln!(out, "{:<14} {:>10.1} {:>10.2}", "total", m.total_node_hours, m.total_cost);
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "Scale-ups: {} ({} failed); nodes removed: {} ({} removals failed); pods evicted: {}.",
-        o.scale_ups, o.scale_up_failures, o.scale_downs, o.deletion_failures, o.evictions
-    );
-    let _ = writeln!(
-        out,
-        "Pending pods: {}; {} pod-hours pending in all.",
-        dist(&m.pending_seconds),
-        format_args!("{:.2}", m.pending_seconds.total / 3600.0)
-    );
-    let _ = writeln!(out, "From pending to capacity requested: {}.", dist(&m.time_to_capacity_request));
-    let _ = writeln!(
-        out,
-        "Packing efficiency: {:.0}% (nodes the requests need at least, ⌈Σ requests / node allocatable⌉, over nodes running).",
-        m.packing_efficiency * 100.0
-    );
-    out
-}
-
-/// A named series of a chart: its value at each sample.
-type Series<'a> = (String, Box<dyn Fn(&Sample) -> f64 + 'a>);
-
-pub fn comparison(c: &super::HpaAwareComparison) -> String {
-    format!(
-        "\nHPA-aware scale-up: pending pod-hours {:.2} with, {:.2} without; pending p95 {} with, {} without; cost {:.2} with, {:.2} without.\n",
-        c.with_hpa_aware.total / 3600.0,
-        c.without_hpa_aware.total / 3600.0,
-        secs(c.with_hpa_aware.p95),
-        secs(c.without_hpa_aware.p95),
-        c.cost_with,
-        c.cost_without
-    )
-}
-
-const COLORS: &[&str] = &["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// A line chart of several series over the simulated time, as SVG.
-fn chart(title: &str, unit: &str, samples: &[Sample], series: &[Series<'_>]) -> String {
-    let (w, h, left, right, top, bottom) = (860.0, 260.0, 60.0, 20.0, 30.0, 40.0);
-    let max_t = samples.last().map_or(1.0, |s| s.at).max(1.0);
-    let max_v = samples.iter().flat_map(|s| series.iter().map(move |(_, f)| f(s))).fold(0.0_f64, f64::max).max(1.0);
-    let x = |t: f64| left + (w - left - right) * t / max_t;
-    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / max_v);
-    let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}">"#,
-        t = escape(title)
-    );
-    let _ = write!(svg, r#"<text x="{left}" y="18" font-size="14" font-weight="bold">{}</text>"#, escape(title));
-    for i in 0..=4 {
-        let v = max_v * i as f64 / 4.0;
-        let label = if max_v < 10.0 { format!("{v:.1}") } else { format!("{v:.0}") };
-        let _ = write!(
-            svg,
-            r##"<line x1="{left}" x2="{x2}" y1="{yy}" y2="{yy}" stroke="#ddd"/><text x="{tx}" y="{ty}" font-size="11" text-anchor="end">{label}</text>"##,
-            x2 = w - right,
-            yy = y(v),
-            tx = left - 6.0,
-            ty = y(v) + 4.0
-        );
-    }
-    let hours = (max_t / 3600.0).ceil() as usize;
-    let every = (hours / 12).max(1);
-    for hr in (0..=hours).step_by(every) {
-        let t = hr as f64 * 3600.0;
-        if t > max_t {
-            break;
-        }
-        let _ = write!(
-            svg,
-            r#"<text x="{xx}" y="{yy}" font-size="11" text-anchor="middle">{hr}h</text>"#,
-            xx = x(t),
-            yy = h - bottom + 16.0
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<text x="{xx}" y="{yy}" font-size="11" text-anchor="middle">simulated time</text>"#,
-        xx = (w + left) / 2.0,
-        yy = h - 6.0
-    );
-    let _ = write!(
-        svg,
-        r#"<text x="12" y="{yy}" font-size="11" transform="rotate(-90 12 {yy})" text-anchor="middle">{}</text>"#,
-        escape(unit),
-        yy = (h) / 2.0
-    );
-    for (i, (name, f)) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let mut d = String::new();
-        let mut previous: Option<f64> = None;
-        for s in samples {
-            let v = f(s);
-            match previous {
-                None => {
-                    let _ = write!(d, "M{:.1},{:.1}", x(s.at), y(v));
-                }
-                Some(p) => {
-                    // Steps: values hold until the next sample.
-                    let _ = write!(d, " L{:.1},{:.1} L{:.1},{:.1}", x(s.at), y(p), x(s.at), y(v));
-                }
-            }
-            previous = Some(v);
-        }
-        let _ = write!(svg, r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>"#);
-        let _ = write!(
-            svg,
-            r#"<rect x="{lx}" y="{ly}" width="10" height="10" fill="{color}"/><text x="{tx}" y="{ty}" font-size="12">{}</text>"#,
-            escape(name),
-            lx = left + 10.0 + 130.0 * i as f64,
-            ly = top + 2.0,
-            tx = left + 24.0 + 130.0 * i as f64,
-            ty = top + 11.0
-        );
-    }
-    svg.push_str("</svg>");
-    svg
-}
-
-pub fn html(o: &Outcome) -> String {
-    let m = &o.metrics;
-    let groups: BTreeSet<String> = m.samples.iter().flat_map(|s| s.nodes.keys().cloned()).collect();
-    let node_series: Vec<Series<'static>> = groups
-        .iter()
-        .map(|g| {
-            let g2 = g.clone();
-            (
-                g.clone(),
-                Box::new(move |s: &Sample| s.nodes.get(&g2).copied().unwrap_or(0) as f64)
-                    as Box<dyn Fn(&Sample) -> f64>,
-            )
-        })
-        .collect();
-    let nodes_chart = chart("Nodes per node group", "nodes", &m.samples, &node_series);
-    let pending_chart = chart(
-        "Pending (unschedulable) pods",
-        "pods",
-        &m.samples,
-        &[("pending pods".into(), Box::new(|s: &Sample| s.pending_pods as f64))],
-    );
-    let cost_chart = chart("Cost so far", "cost", &m.samples, &[("cost".into(), Box::new(|s: &Sample| s.cost))]);
-    let mut rows = String::new();
-    for g in &m.groups {
-        let _ = write!(
-            rows,
-            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&g.id),
+            "{:<10} {:<22} {:>9.3} {:>10.1} {:>10.2} {:>5} {:>5} {:>5} {:>7}",
+            g.id,
+            g.shape,
+            g.price_per_hour,
             g.node_hours,
             g.cost,
             g.peak_nodes,
@@ -209,61 +94,196 @@ pub fn html(o: &Outcome) -> String {
             g.nodes_removed
         );
     }
-    let _ = write!(
-        rows,
-        "<tr class=\"total\"><td>total</td><td>{:.1}</td><td>{:.2}</td><td></td><td></td><td></td><td></td></tr>",
-        m.total_node_hours, m.total_cost
+    let _ = writeln!(out, "{:<10} {:<22} {:>9} {:>10.1} {:>10.2}", "total", "", "", m.total_node_hours, m.total_cost);
+    let _ = writeln!(
+        out,
+        "  A node-hour is one node running for one hour (3 nodes for 2 hours = 6 node-hours); cost is each\n  group's node-hours times its price per hour, in {c}."
     );
-    let mut activity = String::new();
-    for e in o.timeline.iter().filter(|e| e.kind != "event" && e.kind != "decision").take(300) {
-        let _ = write!(
-            activity,
-            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-            secs(e.at),
-            e.kind,
-            escape(&e.details.to_string())
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Scale-ups: {} ({} failed); nodes removed: {} ({} removals failed); pods evicted: {}; pod autoscaler rescales: {}.",
+        o.scale_ups, o.scale_up_failures, o.scale_downs, o.deletion_failures, o.evictions, o.pod_rescales
+    );
+    for (group, n) in &o.failed_launches {
+        let _ = writeln!(
+            out,
+            "Failed launches: {n} node(s) of {group} could not start (e.g. a stock-out); the autoscaler backed the group off and \n  scaled up another group for the waiting pods."
         );
     }
-    format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Simulation: {title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 920px; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: 4px 10px; text-align: right; }}
-td:first-child, th:first-child {{ text-align: left; }}
-tr.total td {{ font-weight: bold; }}
-.figures li {{ margin: 0.3em 0; }}
-code {{ font-size: 11px; }}
-</style></head>
-<body>
-<h1>{title}</h1>
-<p>Simulated {simulated} in {wall:.2} s of wall time, {loops} autoscaler loops.</p>
-<ul class="figures">
-<li>Scale-ups: {ups} ({upf} failed); nodes removed: {downs} ({downf} failed); pods evicted: {evictions}</li>
-<li>Pending pods: {pending}</li>
-<li>From pending to capacity requested: {request}</li>
-<li>Packing efficiency: {eff:.0}% of the lower bound ⌈Σ requests / node allocatable⌉</li>
-</ul>
-<table><tr><th>node group</th><th>node-hours</th><th>cost</th><th>peak</th><th>final</th><th>added</th><th>removed</th></tr>{rows}</table>
-{nodes_chart}
-{pending_chart}
-{cost_chart}
-<h2>Activity</h2>
-<table><tr><th>at</th><th>what</th><th>details</th></tr>{activity}</table>
-</body></html>
-"#,
-        title = escape(&o.scenario),
-        simulated = secs(o.simulated_seconds),
-        wall = o.wall_seconds,
-        loops = o.loops,
-        ups = o.scale_ups,
-        upf = o.scale_up_failures,
-        downs = o.scale_downs,
-        downf = o.deletion_failures,
-        evictions = o.evictions,
-        pending = dist(&m.pending_seconds),
-        request = dist(&m.time_to_capacity_request),
-        eff = m.packing_efficiency * 100.0,
-    )
+    let d = &m.pending_seconds;
+    if d.count == 0 {
+        let _ = writeln!(out, "Pending pods: none; every pod found a node at once.");
+    } else {
+        let _ = writeln!(
+            out,
+            "Pending pods: {} pod(s) waited for a node; half of them waited {} or less (p50), 95% {} or less (p95), the\n  longest {}; {:.2} pod-hours of waiting in all.",
+            d.count,
+            secs(d.p50),
+            secs(d.p95),
+            secs(d.max),
+            d.total / 3600.0
+        );
+        let most: Vec<String> = m
+            .pending_by_workload
+            .iter()
+            .take(4)
+            .map(|w| format!("{} {:.2} pod-hours ({} pods)", w.workload, w.seconds / 3600.0, w.pods))
+            .collect();
+        let _ = writeln!(out, "  Most waiting: {}.", most.join(", "));
+    }
+    let r = &m.time_to_capacity_request;
+    if r.count > 0 {
+        let _ = writeln!(
+            out,
+            "From pending to capacity requested: {} (how fast the autoscaler asked for nodes; the rest of the wait is the\n  cloud and the node starting).",
+            dist(r)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Packing efficiency: {:.0}% on average: the fewest nodes the running pods' requests need (⌈Σ requests / node\n  allocatable⌉ per group) as a share of the nodes running; 100% means no node more than needed.",
+        m.packing_efficiency * 100.0
+    );
+    for k in &m.kept_nodes {
+        let why = match (k.reason.as_str(), &k.blocking_pod) {
+            ("ScaleDownDisabledAnnotation", _) => {
+                "it carries cluster-autoscaler.kubernetes.io/scale-down-disabled=true".to_string()
+            }
+            ("NotEnoughPdb", Some(pod)) => {
+                format!("evicting pod {pod} would break its PodDisruptionBudget (NotEnoughPdb)")
+            }
+            (reason, _) => reason.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "Scale-down blocked: node {} ({}) stayed {} while underused: {} ({:.2} {c}).",
+            k.node,
+            k.node_group,
+            secs(k.hours * 3600.0),
+            why,
+            k.cost
+        );
+    }
+    for s in &m.pod_autoscalers {
+        let (lo, hi) = s.points.iter().fold((i32::MAX, 0), |(lo, hi), p| (lo.min(p.replicas), hi.max(p.replicas)));
+        if s.points.is_empty() {
+            continue;
+        }
+        let kind = if s.kind == "HorizontalPodAutoscaler" { "HPA" } else { "WPA" };
+        let targets: Vec<String> = s.targets.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let _ = writeln!(
+            out,
+            "Pod autoscaler {} ({kind}) moved {} between {lo} and {hi} replicas following {}{}.",
+            s.name,
+            s.target,
+            s.metric,
+            if targets.is_empty() { String::new() } else { format!(" ({})", targets.join(", ")) }
+        );
+    }
+    out
+}
+
+/// What a what-if (`--flag`) changed against the scenario as written.
+pub fn what_if(o: &Outcome, baseline: &Outcome) -> String {
+    let (m, b) = (&o.metrics, &baseline.metrics);
+    let c = &o.currency;
+    let mut out = String::new();
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "What {} changed, against the scenario as written (expander {}):",
+        o.extra_flags.join(" "),
+        baseline.expander
+    );
+    let _ = writeln!(
+        out,
+        "  cost                {:>9.2} → {:>9.2} {c} ({})",
+        b.total_cost,
+        m.total_cost,
+        change(b.total_cost, m.total_cost)
+    );
+    let _ = writeln!(
+        out,
+        "  node-hours          {:>9.1} → {:>9.1} ({})",
+        b.total_node_hours,
+        m.total_node_hours,
+        change(b.total_node_hours, m.total_node_hours)
+    );
+    for (g, before) in m.groups.iter().zip(&b.groups) {
+        let _ = writeln!(
+            out,
+            "    {:<17} {:>9.1} → {:>9.1} node-hours, {:>2} → {:>2} nodes added",
+            g.id, before.node_hours, g.node_hours, before.nodes_added, g.nodes_added
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  pending pod-hours   {:>9.2} → {:>9.2} ({}); p95 wait {} → {}",
+        b.pending_seconds.total / 3600.0,
+        m.pending_seconds.total / 3600.0,
+        change(b.pending_seconds.total, m.pending_seconds.total),
+        secs(b.pending_seconds.p95),
+        secs(m.pending_seconds.p95)
+    );
+    let _ = writeln!(
+        out,
+        "  packing efficiency  {:>8.0}% → {:>8.0}%",
+        b.packing_efficiency * 100.0,
+        m.packing_efficiency * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  scale-ups {} → {} ({} → {} failed), nodes removed {} → {}",
+        baseline.scale_ups,
+        o.scale_ups,
+        baseline.scale_up_failures,
+        o.scale_up_failures,
+        baseline.scale_downs,
+        o.scale_downs
+    );
+    out
+}
+
+pub fn comparison(c: &super::HpaAwareComparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "HPA-aware scale-up (the node autoscaler adds nodes for the pods a pod autoscaler is about to create, instead\nof waiting until they exist and are unschedulable), with → without:"
+    );
+    let _ = writeln!(
+        out,
+        "  pods of autoscaled workloads waited {:.2} pod-hours with, {:.2} without ({} with); {} pods with, {} without",
+        c.autoscaled_with / 3600.0,
+        c.autoscaled_without / 3600.0,
+        change(c.autoscaled_without, c.autoscaled_with),
+        c.autoscaled_pods_with,
+        c.autoscaled_pods_without
+    );
+    let _ = writeln!(
+        out,
+        "  all pods waited {:.2} pod-hours with, {:.2} without ({} with); p95 wait {} with, {} without",
+        c.with_hpa_aware.total / 3600.0,
+        c.without_hpa_aware.total / 3600.0,
+        change(c.without_hpa_aware.total, c.with_hpa_aware.total),
+        secs(c.with_hpa_aware.p95),
+        secs(c.without_hpa_aware.p95)
+    );
+    let _ =
+        writeln!(out, "  cost {:.2} {cur} with, {:.2} {cur} without", c.cost_with, c.cost_without, cur = c.currency);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_signed_percentages() {
+        assert_eq!(change(100.0, 80.0), "−20.0%");
+        assert_eq!(change(100.0, 125.0), "+25.0%");
+        assert_eq!(change(0.0, 0.0), "±0%");
+        assert_eq!(secs(90.0), "1.5 min");
+    }
 }

@@ -7,6 +7,7 @@
 //! start: 2026-11-23T00:00:00Z   # optional
 //! duration: 24h
 //! seed: 1                       # random tie-breaks of the expanders
+//! currency: EUR                 # of pricePerHour, in the summary and the report (default USD)
 //! flags: [--scale-down-unneeded-time=10m, --expander=least-waste]
 //! cluster: {nodeStartupDelay: 30s, podStartupDelay: 5s}
 //! nodeGroups:
@@ -53,6 +54,7 @@ struct RawScenario {
     start: Option<Spanned<String>>,
     duration: Spanned<String>,
     seed: Option<u64>,
+    currency: Option<Spanned<String>>,
     #[serde(default)]
     flags: Vec<Spanned<String>>,
     cluster: Option<RawCluster>,
@@ -200,6 +202,8 @@ pub struct Scenario {
     pub start: Timestamp,
     pub duration: Duration,
     pub seed: u64,
+    /// The currency of the node groups' prices: a code or symbol, shown next to every cost.
+    pub currency: String,
     pub flags: Vec<String>,
     pub timing: ClusterTiming,
     pub groups: Vec<GroupFileSpec>,
@@ -213,6 +217,7 @@ pub struct Scenario {
 const SPANNED: &[&str] = &[
     "start",
     "duration",
+    "currency",
     "flags",
     "objects",
     "loads",
@@ -268,6 +273,20 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     if duration.is_zero() {
         return Err(ctx.err("duration", line(&raw.duration), "must be positive"));
     }
+    let currency = match &raw.currency {
+        None => "USD".to_string(),
+        Some(c) => {
+            let v = c.value.trim();
+            if v.is_empty() || v.chars().count() > 8 || v.chars().any(char::is_control) {
+                return Err(ctx.err(
+                    "currency",
+                    line(c),
+                    "a currency code or symbol (e.g. USD, EUR, €), at most 8 characters",
+                ));
+            }
+            v.to_string()
+        }
+    };
     let flags: Vec<String> = raw.flags.iter().map(|f| f.value.clone()).collect();
     for (i, f) in raw.flags.iter().enumerate() {
         if !f.value.starts_with("--") {
@@ -367,6 +386,7 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         start,
         duration,
         seed: raw.seed.unwrap_or(1),
+        currency,
         flags,
         timing,
         groups,
@@ -400,6 +420,14 @@ mod tests {
         assert_eq!(s.duration, Duration::from_secs(3600));
         assert_eq!(s.groups[0].initial_size, 0);
         assert_eq!(s.groups[0].provisioning_delay, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn currency_defaults_to_usd_and_is_checked() {
+        assert_eq!(parse(MINIMAL, "s.yaml").unwrap().currency, "USD");
+        assert_eq!(parse(&format!("currency: EUR\n{MINIMAL}"), "s.yaml").unwrap().currency, "EUR");
+        let err = parse(&format!("currency: \"\"\n{MINIMAL}"), "s.yaml").unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("currency", Some(1)));
     }
 
     #[test]
