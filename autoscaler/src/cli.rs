@@ -57,15 +57,13 @@ enum Command {
 /// `providers` to choose `--cloud-provider` from. Returns the process's exit code: 0 done,
 /// 2 bad input, 1 a failure at run time.
 pub fn main(providers: ProviderRegistry) -> ExitCode {
+    end_the_process_on_panic();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Plan(args)) => {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
             match runtime.block_on(plan::run(&args, &providers)) {
-                Ok(report) => {
-                    print!("{report}");
-                    ExitCode::SUCCESS
-                }
+                Ok(report) => print_output(&report),
                 Err(e) => {
                     eprintln!("error: {e}");
                     ExitCode::from(e.exit_code())
@@ -75,10 +73,7 @@ pub fn main(providers: ProviderRegistry) -> ExitCode {
         Some(Command::Simulate(args)) => {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
             match runtime.block_on(simulate::run(&args)) {
-                Ok(summary) => {
-                    print!("{summary}");
-                    ExitCode::SUCCESS
-                }
+                Ok(summary) => print_output(&summary),
                 Err(e) => {
                     eprintln!("error: {e}");
                     ExitCode::from(e.exit_code())
@@ -103,6 +98,31 @@ pub fn main(providers: ProviderRegistry) -> ExitCode {
                     ExitCode::from(e.exit_code())
                 }
             }
+        }
+    }
+}
+
+/// A panic in any thread or task is a bug: it is printed (the default hook: message and place)
+/// and ends the process with exit code 1, so a task never dies alone while the process runs on.
+fn end_the_process_on_panic() {
+    let print = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        print(info);
+        eprintln!("error: cluster-autoscaler hit an internal error (a bug; please report it) and stops");
+        std::process::exit(1);
+    }));
+}
+
+/// Writes a command's output to stdout; a reader that went away (`| head`) ends it quietly.
+fn print_output(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing the output: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -22,8 +22,8 @@ use crate::config::logging::LoggingFlags;
 use crate::config::{AutoscalingOptions, DecisionFlags};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::kube_adapter::{
-    KubeActions, KubeActionsOptions, KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions, KubeMetrics,
-    wpa_crd_installed,
+    KubeActions, KubeActionsOptions, KubeClientError, KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions,
+    KubeMetrics, wpa_crd_installed,
 };
 use crate::leader::{LeaderElector, LeaseConfig, default_identity};
 use crate::podscaling::PodAutoscalerMode;
@@ -224,7 +224,11 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         qps: args.kube_client_qps,
         burst: args.kube_client_burst,
     };
-    let clients = KubeClients::connect(&client_options).await.map_err(|e| RunError::Runtime(e.to_string()))?;
+    let clients = KubeClients::connect(&client_options).await.map_err(|e| match e {
+        // Bad input: exit 2.
+        KubeClientError::Kubeconfig { .. } | KubeClientError::MasterUrl { .. } => RunError::Config(e.to_string()),
+        _ => RunError::Runtime(e.to_string()),
+    })?;
 
     // Serving starts first, leader or not, so a stuck start-up shows in /health-check.
     let metrics =

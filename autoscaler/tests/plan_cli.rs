@@ -239,6 +239,55 @@ fn several_snapshot_files_are_merged() {
 }
 
 #[test]
+fn the_same_dump_given_twice_is_read_once_with_a_warning_never_counted_twice() {
+    let f = default_files();
+    let out = run(&plan_args(&f.snapshot, &f.config, &["--snapshot", &f.snapshot]));
+    let plan = parse(&out);
+    assert_eq!((plan["cluster"]["nodes"].clone(), plan["cluster"]["pods"].clone()), (json!(1), json!(2)));
+    assert_eq!(increases(&plan), vec![inc("g", 1)], "{plan:#}");
+    let err = stderr(&out);
+    assert!(err.contains("warning:") && err.contains("the same object as"), "{err}");
+}
+
+#[test]
+fn a_duplicate_node_with_other_contents_exits_2_naming_both_places() {
+    let mut objects = small_cluster();
+    objects.push(node("g", "g-1", "64", "256Gi"));
+    let f = files(&dump(&objects).to_string(), &groups().to_string());
+    let out = run(&plan_args(&f.snapshot, &f.config, &[]));
+    assert_bad_input(&out, &["dump.json: items[4] (Node g-1)", "dump.json: items[0] (Node g-1), with other contents"]);
+}
+
+#[test]
+fn an_empty_dump_exits_2_unless_empty_is_meant() {
+    for text in ["[]", "", "{\"kind\": \"List\", \"items\": []}"] {
+        let f = files(text, &groups().to_string());
+        let out = run(&plan_args(&f.snapshot, &f.config, &[]));
+        assert_bad_input(&out, &["dump.json", "no nodes and no pods", "--allow-empty-snapshot"]);
+        let plan = parse(&run(&plan_args(&f.snapshot, &f.config, &["--allow-empty-snapshot"])));
+        assert_eq!(plan["cluster"]["nodes"], 0);
+    }
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::process::{Command, Stdio};
+    let f = default_files();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+        .args(plan_args(&f.snapshot, &f.config, &[]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cluster-autoscaler");
+    drop(child.stdout.take()); // as `| head -0` would
+    let out = child.wait_with_output().expect("wait");
+    let err = stderr(&out);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
 fn concatenated_json_lists_in_one_file_are_read() {
     let objects = small_cluster();
     let (nodes, rest): (Vec<Value>, Vec<Value>) = objects.into_iter().partition(|o| o["kind"] == "Node");

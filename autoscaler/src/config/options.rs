@@ -243,6 +243,13 @@ impl AutoscalingOptions {
         if f.scan_interval.is_zero() {
             return Err(ConfigError { flag: "scan-interval", value: "0s".into(), reason: "must be positive".into() });
         }
+        if f.hpa_sync_period.is_zero() {
+            return Err(ConfigError {
+                flag: "horizontal-pod-autoscaler-sync-period",
+                value: "0s".into(),
+                reason: "must be positive".into(),
+            });
+        }
         if !f.balancing_label.is_empty() && !f.balancing_ignore_label.is_empty() {
             return Err(ConfigError {
                 flag: "balancing-label",

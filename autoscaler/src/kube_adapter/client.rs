@@ -66,8 +66,34 @@ impl std::fmt::Debug for KubeClients {
     }
 }
 
-fn parse_url(url: &str) -> Result<::http::Uri, KubeClientError> {
-    url.parse::<::http::Uri>().map_err(|e| KubeClientError::MasterUrl { url: url.into(), message: e.to_string() })
+/// The API server URL of `--kubernetes`. As client-go's `DefaultServerURL`: a host without a
+/// scheme (`10.0.0.1:6443`) gets `https://` when the configuration has TLS material, else
+/// `http://`; a URL without a host is refused.
+fn parse_url(url: &str, tls: bool) -> Result<::http::Uri, KubeClientError> {
+    let error = |message: String| KubeClientError::MasterUrl { url: url.into(), message };
+    let uri = match url.parse::<::http::Uri>() {
+        Ok(uri) if uri.scheme().is_some() => uri,
+        Err(e) if url.contains("://") => return Err(error(e.to_string())),
+        _ => {
+            let scheme = if tls { "https" } else { "http" };
+            format!("{scheme}://{url}").parse::<::http::Uri>().map_err(|e| error(e.to_string()))?
+        }
+    };
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(uri),
+        (Some(scheme), Some(_)) if scheme != "http" && scheme != "https" => {
+            Err(error(format!("the scheme must be http or https, not {scheme}")))
+        }
+        _ => Err(error("no host".into())),
+    }
+}
+
+/// Whether the client configuration talks TLS (client-go's `IsConfigTransportTLS`).
+fn has_tls(config: &Config) -> bool {
+    config.root_cert.is_some()
+        || config.accept_invalid_certs
+        || config.auth_info.client_certificate.is_some()
+        || config.auth_info.client_certificate_data.is_some()
 }
 
 /// Loads the client configuration as upstream does: the kubeconfig file when given, else the
@@ -81,11 +107,11 @@ pub async fn load_config(options: &KubeClientOptions) -> Result<Config, KubeClie
                 .await
                 .map_err(|e| KubeClientError::Kubeconfig { path: path.clone(), message: e.to_string() })?
         }
-        (None, Some(url)) => Config::new(parse_url(url)?),
+        (None, Some(url)) => Config::new(parse_url(url, false)?),
         (None, None) => Config::incluster().map_err(|e| KubeClientError::InCluster(e.to_string()))?,
     };
     if let Some(url) = &options.master_url {
-        config.cluster_url = parse_url(url)?;
+        config.cluster_url = parse_url(url, has_tls(&config))?;
     }
     Ok(config)
 }
@@ -116,4 +142,20 @@ fn build(config: Config, bucket: Option<Arc<TokenBucket>>) -> Result<Client, Kub
         Some(bucket) => builder.with_layer(&RateLimitLayer(bucket)).build(),
         None => builder.build(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_url_without_a_scheme_gets_client_gos_default_and_garbage_is_refused() {
+        assert_eq!(parse_url("127.0.0.1:6443", false).unwrap().to_string(), "http://127.0.0.1:6443/");
+        assert_eq!(parse_url("127.0.0.1:6443", true).unwrap().to_string(), "https://127.0.0.1:6443/");
+        assert_eq!(parse_url("https://api.example:6443", false).unwrap().to_string(), "https://api.example:6443/");
+        for bad in ["", "http://", "ftp://x:1", "a b", "https://"] {
+            let error = parse_url(bad, false).unwrap_err().to_string();
+            assert!(error.contains(&format!("{bad:?}")) || error.contains(bad), "{bad}: {error}");
+        }
+    }
 }

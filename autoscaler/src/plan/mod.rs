@@ -49,6 +49,11 @@ pub struct PlanArgs {
     #[arg(long = "in-cluster", default_value_t = false, conflicts_with_all = ["snapshot", "kubeconfig"])]
     pub in_cluster: bool,
 
+    /// Plan for a dump without nodes or pods (refused otherwise: an empty dump is more often a
+    /// mistake than an empty cluster).
+    #[arg(long = "allow-empty-snapshot", default_value_t = false)]
+    pub allow_empty_snapshot: bool,
+
     /// Client-side rate limit for the live read: requests per second (`<= 0`: none).
     #[arg(long = "kube-client-qps", default_value_t = 5.0)]
     pub kube_client_qps: f32,
@@ -103,6 +108,11 @@ pub enum PlanError {
         "plan needs a cluster: --snapshot FILE (a dump), or a live cluster with --kubeconfig, --kubernetes or --in-cluster"
     )]
     NoSource,
+    #[error(
+        "--snapshot {0}: no nodes and no pods (a wrong file, or an empty kubectl answer?); \
+         --allow-empty-snapshot plans for an empty cluster"
+    )]
+    EmptySnapshot(String),
     /// The live cluster could not be read: exit 1.
     #[error("{0}")]
     Cluster(String),
@@ -127,20 +137,29 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
         return Err(PlanError::NoSource);
     }
     let mut metric_lists = MetricLists::default();
+    let mut seen = snapshot::Seen::default();
     let (view, live) = if live {
         let live = LiveCluster::observe(args, &options).await?;
         for source in &args.metrics {
-            snapshot::load_into(&mut ClusterView::default(), &mut metric_lists, source)?;
+            snapshot::load_into(&mut ClusterView::default(), &mut metric_lists, &mut seen, source)?;
         }
         (live.view.clone(), Some(live))
     } else {
         let mut view = ClusterView::default();
         for source in args.snapshot.iter().chain(&args.metrics) {
-            snapshot::load_into(&mut view, &mut metric_lists, source)?;
+            snapshot::load_into(&mut view, &mut metric_lists, &mut seen, source)?;
+        }
+        // Nothing to plan for is more often a wrong file or an empty kubectl answer than an
+        // empty cluster: said, unless --allow-empty-snapshot says it is meant.
+        if view.nodes.is_empty() && view.pods.is_empty() && !args.allow_empty_snapshot {
+            return Err(PlanError::EmptySnapshot(args.snapshot.join(", ")));
         }
         snapshot::normalize(&mut view);
         (view, None)
     };
+    for warning in &seen.warnings {
+        eprintln!("warning: {warning}");
+    }
     let now = match &args.now {
         Some(t) => t.parse::<Timestamp>().map_err(|_| PlanError::Now(t.clone()))?,
         None => Timestamp::now(),

@@ -7,7 +7,7 @@
 //! …,pvc,pv,storageclass,csinode`), and a pod's claim missing from it is then missing. A dump
 //! without any says nothing about volumes, and the filters stay off.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -28,10 +28,31 @@ pub enum SnapshotError {
     Syntax { file: String, message: String },
     #[error("{file}: {item}: field `{field}`: {message}")]
     Object { file: String, item: String, field: String, message: String },
+    #[error(
+        "{file}: {item}: the same kind, namespace and name as {first}, with other contents: \
+         which one is the cluster's is unknown (dump each object once)"
+    )]
+    Duplicate { file: String, item: String, first: String },
+}
+
+/// The objects read so far, by API group, kind, namespace and name, with where each was read:
+/// an object read twice would count twice (a node's capacity, a pod's requests). Identical
+/// copies (the same file given twice, overlapping `kubectl get` lists) are read once, with a
+/// warning; copies that differ are an error, since either could be the cluster's.
+#[derive(Debug, Default)]
+pub struct Seen {
+    objects: HashMap<(String, String, String, String), (String, Value)>,
+    /// The warnings about identical copies, one per copy.
+    pub warnings: Vec<String>,
 }
 
 /// Reads one snapshot source (`-` for stdin) into the view (and metric lists into `metrics`).
-pub fn load_into(view: &mut ClusterView, metrics: &mut MetricLists, source: &str) -> Result<(), SnapshotError> {
+pub fn load_into(
+    view: &mut ClusterView,
+    metrics: &mut MetricLists,
+    seen: &mut Seen,
+    source: &str,
+) -> Result<(), SnapshotError> {
     let text = if source == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -43,7 +64,7 @@ pub fn load_into(view: &mut ClusterView, metrics: &mut MetricLists, source: &str
             .map_err(|e| SnapshotError::Read { file: source.into(), source: e })?
     };
     let name = if source == "-" { "<stdin>" } else { source };
-    load_text_with_metrics(view, metrics, &text, name)
+    load_text_with_metrics(view, metrics, seen, &text, name)
 }
 
 fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> {
@@ -62,7 +83,7 @@ fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> 
 
 /// Parses dump text and adds every object the autoscaler uses to the view.
 pub fn load_text(view: &mut ClusterView, text: &str, file: &str) -> Result<(), SnapshotError> {
-    load_text_with_metrics(view, &mut MetricLists::default(), text, file)
+    load_text_with_metrics(view, &mut MetricLists::default(), &mut Seen::default(), text, file)
 }
 
 /// `load_text`, also collecting metrics API lists (`PodMetricsList`, `MetricValueList`,
@@ -70,6 +91,7 @@ pub fn load_text(view: &mut ClusterView, text: &str, file: &str) -> Result<(), S
 pub fn load_text_with_metrics(
     view: &mut ClusterView,
     metrics: &mut MetricLists,
+    seen: &mut Seen,
     text: &str,
     file: &str,
 ) -> Result<(), SnapshotError> {
@@ -87,17 +109,17 @@ pub fn load_text_with_metrics(
             Value::Null => {}
             Value::Array(items) => {
                 for (i, item) in items.into_iter().enumerate() {
-                    add_object(view, item, file, &format!("document {} item {i}", d + 1))?;
+                    add_object(view, seen, item, file, &format!("document {} item {i}", d + 1))?;
                 }
             }
             Value::Object(ref map) if map.get("items").is_some_and(Value::is_array) => {
                 let Value::Object(mut map) = doc else { unreachable!() };
                 let Some(Value::Array(items)) = map.remove("items") else { unreachable!() };
                 for (i, item) in items.into_iter().enumerate() {
-                    add_object(view, item, file, &format!("items[{i}]"))?;
+                    add_object(view, seen, item, file, &format!("items[{i}]"))?;
                 }
             }
-            other => add_object(view, other, file, &format!("document {}", d + 1))?,
+            other => add_object(view, seen, other, file, &format!("document {}", d + 1))?,
         }
     }
     Ok(())
@@ -122,7 +144,13 @@ fn typed<T: DeserializeOwned>(obj: Value, file: &str, item: &str) -> Result<Arc<
     })
 }
 
-fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) -> Result<(), SnapshotError> {
+fn add_object(
+    view: &mut ClusterView,
+    seen: &mut Seen,
+    obj: Value,
+    file: &str,
+    position: &str,
+) -> Result<(), SnapshotError> {
     if !obj.is_object() {
         return Err(SnapshotError::Object {
             file: file.into(),
@@ -135,6 +163,24 @@ fn add_object(view: &mut ClusterView, obj: Value, file: &str, position: &str) ->
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
     let item = describe(&obj, position);
     let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    let meta = obj.get("metadata");
+    let field = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or("").to_string();
+    let (namespace, name) = (field("namespace"), field("name"));
+    if !name.is_empty() {
+        let key = (group.to_string(), kind.clone(), namespace, name);
+        match seen.objects.get(&key) {
+            Some((first, copy)) if *copy == obj => {
+                seen.warnings.push(format!("{file}: {item}: the same object as {first}; read once"));
+                return Ok(());
+            }
+            Some((first, _)) => {
+                return Err(SnapshotError::Duplicate { file: file.into(), item, first: first.clone() });
+            }
+            None => {
+                seen.objects.insert(key, (format!("{file}: {item}"), obj.clone()));
+            }
+        }
+    }
     match (group, kind.as_str()) {
         ("", "Node") => {
             let node: Arc<Node> = typed(obj, file, &item)?;
@@ -308,6 +354,31 @@ mod tests {
         let bad = r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv"},"spec":{"capacity":{"storage":"lots"}}}]}"#;
         let err = load_text(&mut ClusterView::default(), bad, "c.json").unwrap_err().to_string();
         assert!(err.contains("spec.capacity.storage"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_objects_are_read_once_when_identical_and_refused_when_not() {
+        let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4"}}}"#;
+        let other =
+            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"8"}}}"#;
+        let mut view = ClusterView::default();
+        let mut seen = Seen::default();
+        let mut metrics = MetricLists::default();
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, &format!("[{node},{node}]"), "a.json").unwrap();
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, node, "b.json").unwrap();
+        assert_eq!(view.nodes.len(), 1, "read once");
+        assert_eq!(seen.warnings.len(), 2, "{:?}", seen.warnings);
+        assert!(
+            seen.warnings[1].starts_with("b.json: document 1 (Node n1): the same object as a.json: document 1 item 0")
+        );
+        let err = load_text_with_metrics(&mut view, &mut metrics, &mut seen, other, "c.json").unwrap_err().to_string();
+        assert!(err.starts_with("c.json: document 1 (Node n1): the same kind, namespace and name as a.json"), "{err}");
+        // Same name, another kind or namespace: not a duplicate.
+        let pod =
+            |ns: &str| format!(r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"n1","namespace":"{ns}"}}}}"#);
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, &format!("[{},{}]", pod("a"), pod("b")), "d.json")
+            .unwrap();
+        assert_eq!(view.pods.len(), 2);
     }
 
     #[test]
