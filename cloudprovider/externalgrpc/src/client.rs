@@ -141,8 +141,8 @@ pub struct ExternalGrpcCloudProvider {
     /// `NodeGroups` since the last refresh. An async lock: the first caller of a loop asks and
     /// the others wait for its answer instead of asking too.
     node_groups: tokio::sync::Mutex<Option<Vec<Arc<ExternalGrpcNodeGroup>>>>,
-    /// Non-empty `NodeGroupForNode` answers since the last refresh, by node name + providerID.
-    node_group_for_node: Mutex<HashMap<String, Arc<ExternalGrpcNodeGroup>>>,
+    /// Non-empty `NodeGroupForNode` answers, by node name + providerID (upstream's key).
+    node_group_for_node: Mutex<HashMap<String, NodeOwner>>,
     gpu_label: OnceLock<String>,
     gpu_types: OnceLock<Vec<String>>,
     /// One process-lifetime fetch at a time (GPU label and types).
@@ -210,8 +210,34 @@ impl ExternalGrpcCloudProvider {
         }
     }
 
-    fn cached_for_node(&self, key: &str) -> Option<Arc<ExternalGrpcNodeGroup>> {
-        self.node_group_for_node.lock().ok()?.get(key).cloned()
+    /// The remembered group of the node with `key`: the group object of this refresh, else the
+    /// group of the current `NodeGroups` answer with the remembered id. None when the node must
+    /// be asked about (never answered, or its group is no longer listed).
+    async fn cached_for_node(&self, key: &str) -> Option<Arc<ExternalGrpcNodeGroup>> {
+        let id = {
+            let mut cache = self.node_group_for_node.lock().ok()?;
+            let owner = cache.get_mut(key)?;
+            owner.asked = true;
+            if let Some(group) = &owner.group {
+                return Some(group.clone());
+            }
+            owner.id.clone()
+        };
+        self.node_groups().await;
+        let listed = self.node_groups.lock().await.as_ref()?.iter().find(|g| g.id == id).cloned();
+        let mut cache = self.node_group_for_node.lock().ok()?;
+        match listed {
+            Some(group) => {
+                if let Some(owner) = cache.get_mut(key) {
+                    owner.group = Some(group.clone());
+                }
+                Some(group)
+            }
+            None => {
+                cache.remove(key);
+                None
+            }
+        }
     }
 
     fn fetch_gpu_label(&self) -> std::result::Result<String, CloudProviderError> {
@@ -265,7 +291,7 @@ impl CloudProvider for ExternalGrpcCloudProvider {
         let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.clone()).unwrap_or_default();
         // Upstream's key: the name and the providerID (empty in some edge cases) together.
         let key = format!("{name}{provider_id}");
-        if let Some(group) = self.cached_for_node(&key) {
+        if let Some(group) = self.cached_for_node(&key).await {
             return Ok(Some(group));
         }
         let request = proto::NodeGroupForNodeRequest { node: Some(wire_node(node)) };
@@ -300,7 +326,7 @@ impl CloudProvider for ExternalGrpcCloudProvider {
             }
         };
         if let Ok(mut cache) = self.node_group_for_node.lock() {
-            cache.insert(key, group.clone());
+            cache.insert(key, NodeOwner { id: group.id.clone(), group: Some(group.clone()), asked: true });
         }
         Ok(Some(group))
     }
@@ -377,11 +403,15 @@ impl CloudProvider for ExternalGrpcCloudProvider {
             .map_err(|status| self.shared.error("Cleanup", None, false, status.into()))
     }
 
-    /// Forgets the groups, the groups of nodes and the templates, then calls `Refresh`.
+    /// Forgets the groups and their templates, then calls `Refresh`. Nodes' groups are kept by
+    /// id for the nodes asked about since the last refresh (see [`NodeOwner`]).
     async fn refresh(&self) -> Result<()> {
         *self.node_groups.lock().await = None;
         if let Ok(mut cache) = self.node_group_for_node.lock() {
-            cache.clear();
+            cache.retain(|_, owner| std::mem::take(&mut owner.asked));
+            for owner in cache.values_mut() {
+                owner.group = None;
+            }
         }
         self.shared
             .call(proto::RefreshRequest {}, |mut c, r| async move { c.refresh(r).await })
@@ -389,6 +419,23 @@ impl CloudProvider for ExternalGrpcCloudProvider {
             .map(|_| ())
             .map_err(|status| self.shared.error("Refresh", None, false, status.into()))
     }
+}
+
+/// The group a `NodeGroupForNode` answer named for a node.
+///
+/// Upstream forgets these answers at every `Refresh` and asks again for every node each loop
+/// (one rpc per node per loop). We keep the group's id across refreshes: an instance does not
+/// move between node groups, so while the group is still listed by `NodeGroups` the answer
+/// stands, and a loop over a settled cluster sends no `NodeGroupForNode` at all. A node whose
+/// group is no longer listed is asked about again; a node not asked about between two refreshes
+/// (gone from the cluster) is forgotten; a node whose providerID changes has a new key. Empty
+/// answers (not managed) are never kept, as upstream: a new instance may not be known yet.
+struct NodeOwner {
+    id: String,
+    /// The group object of the current refresh (shares its template cache).
+    group: Option<Arc<ExternalGrpcNodeGroup>>,
+    /// Asked about since the last refresh.
+    asked: bool,
 }
 
 /// A node group of the provider service. Made afresh from every `NodeGroups` answer, so its

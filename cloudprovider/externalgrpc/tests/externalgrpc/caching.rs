@@ -1,5 +1,6 @@
-//! Upstream's caching, counted on the server: NodeGroups, NodeGroupForNode and templates once
-//! per Refresh; GPULabel and GetAvailableGPUTypes once per process.
+//! Upstream's caching, counted on the server: NodeGroups and templates once per Refresh;
+//! GPULabel and GetAvailableGPUTypes once per process; NodeGroupForNode once per node while its
+//! group is listed (upstream: once per node per Refresh).
 
 use cloudprovider::NodeGroup;
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
@@ -35,8 +36,9 @@ fn groups_groups_of_nodes_and_templates_are_asked_once_per_refresh() {
             assert_eq!(server.counts.of("Refresh"), loop_number);
             assert_eq!(server.counts.of("NodeGroups"), loop_number, "NodeGroups once per refresh");
             assert_eq!(server.counts.of("NodeGroupTemplateNodeInfo"), 3 * loop_number, "one template per group");
-            // Two managed nodes once each; the unmanaged one is asked every time, as upstream.
-            assert_eq!(server.counts.of("NodeGroupForNode"), loop_number * (2 + 3));
+            // The two managed nodes once in all (their group is still listed after the
+            // refresh); the unmanaged one every time, as upstream.
+            assert_eq!(server.counts.of("NodeGroupForNode"), 2 + loop_number * 3);
         }
         // A node's group is the listed group object, sharing its template cache.
         let group = client.node_group_for_node(&nodes[0]).await.unwrap().unwrap();
@@ -46,6 +48,32 @@ fn groups_groups_of_nodes_and_templates_are_asked_once_per_refresh() {
         let _ = group.target_size().await.unwrap();
         let _ = group.target_size().await.unwrap();
         assert_eq!(server.counts.of("NodeGroupTargetSize"), 2);
+    });
+}
+
+#[test]
+fn a_nodes_group_is_asked_again_once_no_longer_listed_and_forgotten_once_the_node_is_gone() {
+    let (memory, _) = memory_provider();
+    let server = TestServer::start(memory.clone(), None);
+    let client = plaintext_client(server.address, "5s");
+    let general = node("general-1", "memory://general/1");
+    let gpu = node("gpu-1", "memory://gpu/1");
+    runtime().block_on(async {
+        client.refresh().await.unwrap();
+        for n in [&general, &gpu] {
+            assert!(client.node_group_for_node(n).await.unwrap().is_some());
+        }
+        assert_eq!(server.counts.of("NodeGroupForNode"), 2);
+        // A loop that asks only about general-1: gpu-1 is forgotten at the next refresh.
+        client.refresh().await.unwrap();
+        assert_eq!(client.node_group_for_node(&general).await.unwrap().unwrap().id(), "general");
+        assert_eq!(server.counts.of("NodeGroupForNode"), 2);
+        client.refresh().await.unwrap();
+        client.node_group_for_node(&gpu).await.unwrap();
+        assert_eq!(server.counts.of("NodeGroupForNode"), 3, "gpu-1 asked again");
+        // The same name with another providerID is another instance: asked about.
+        client.node_group_for_node(&node("general-1", "memory://general/9")).await.unwrap();
+        assert_eq!(server.counts.of("NodeGroupForNode"), 4);
     });
 }
 
