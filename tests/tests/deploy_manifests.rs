@@ -15,6 +15,8 @@ mod aws;
 mod clusterapi;
 #[path = "deploy_manifests/controller_run.rs"]
 mod controller_run;
+#[path = "deploy_manifests/externalgrpc.rs"]
+mod externalgrpc;
 #[path = "deploy_manifests/helm.rs"]
 mod helm;
 #[path = "deploy_manifests/rbac.rs"]
