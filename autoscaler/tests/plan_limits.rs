@@ -169,7 +169,7 @@ fn enforce_node_group_min_size_respects_cores_total() {
 #[test]
 fn enforce_node_group_min_size_skips_groups_without_template() {
     let bare = serde_json::json!({"id": "bare", "minSize": 2, "maxSize": 5, "nodeSelector": {"pool": "bare"}});
-    let plan = plan(&[], &[bare], &["--enforce-node-group-min-size"]);
+    let plan = plan(&[], &[bare], &["--enforce-node-group-min-size", "--allow-empty-snapshot"]);
     assert!(increases(&plan).is_empty(), "{plan:#}");
 }
 

@@ -522,9 +522,10 @@ fn a_fresh_autoscaler_does_not_count_a_groups_missing_nodes_as_in_flight() {
     // Upstream's expectation: target 5 with 1 registered node and no scale-up request of its own
     // is 4 unjustified missing nodes (more than 3 and 45 % of 1): the group is unhealthy for
     // scale-up, and its missing nodes are not injected as upcoming capacity.
-    let mut objects = full_node("short", "short-0");
-    for i in 0..2 {
-        objects.extend(full_node("fine", &format!("fine-{i}")).into_iter().filter(|o| o["kind"] != "ReplicaSet"));
+    // Three nodes filled by one ReplicaSet of three replicas (listed once).
+    let mut objects = Vec::new();
+    for (group, node) in [("short", "short-0"), ("fine", "fine-0"), ("fine", "fine-1")] {
+        objects.extend(full_node(group, node).into_iter().filter(|o| o["kind"] != "ReplicaSet"));
     }
     objects.push(replicaset("default", "filler", 3));
     objects.push(replicaset("default", "web", 1));

@@ -60,7 +60,8 @@ fn refusal(client: &Arc<dyn CloudProvider>) -> (String, String) {
             // Refused during the handshake: UNAVAILABLE; by an alert after it: UNKNOWN. With
             // TLS 1.3 the server checks the client's certificate after the client has finished
             // its side of the handshake, so the connection may also close before the alert is
-            // read: CANCELLED, and then nothing tells the client why.
+            // read (CANCELLED, or UNKNOWN with a broken pipe), and then nothing tells the client
+            // why.
             assert!(matches!(code.as_str(), "UNAVAILABLE" | "UNKNOWN" | "CANCELLED"), "{code}: {message}");
             (code, message)
         }
@@ -116,11 +117,10 @@ fn a_client_without_a_certificate_of_the_servers_ca_is_refused() {
             ca.display()
         ),
     );
-    let (code, message) = refusal(&client(&config));
+    // Whether the server's reason reaches the client is a race (above): only the refusal and
+    // the place are certain.
+    let (_, message) = refusal(&client(&config));
     assert!(message.contains(&format!("externalgrpc Refresh at {}", server.address)), "{message}");
-    if code != "CANCELLED" {
-        assert!(message.contains("UnknownCA") || message.to_lowercase().contains("certificate"), "{message}");
-    }
 }
 
 #[test]
