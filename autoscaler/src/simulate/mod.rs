@@ -125,6 +125,9 @@ pub enum SimulateCommandError {
     Simulation(#[from] SimulateError),
     #[error("{0}: {1}")]
     Write(String, std::io::Error),
+    /// An output file that cannot be written, found before the run starts.
+    #[error("{flag} {path}: cannot be written: {source}")]
+    Output { flag: &'static str, path: String, source: std::io::Error },
 }
 
 impl SimulateCommandError {
@@ -146,6 +149,17 @@ pub async fn run(args: &SimulateArgs) -> Result<String, SimulateCommandError> {
         None => (DEFAULT_SCENARIO.to_string(), "built-in day scenario".to_string()),
     };
     let scenario = scenario::parse(&text, &name)?;
+    // Output files are checked before the run, not after minutes of it: created (or truncated)
+    // now, written at the end.
+    for (flag, path) in [("--events", &args.events), ("--report", &args.report)] {
+        if let Some(path) = path {
+            std::fs::File::create(path).map_err(|source| SimulateCommandError::Output {
+                flag,
+                path: path.clone(),
+                source,
+            })?;
+        }
+    }
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(1000);
         bar.set_style(
