@@ -693,3 +693,33 @@ fn dockerignore_keeps_the_sources_and_every_file_the_binary_embeds() {
         }
     }
 }
+
+/// Applies a kustomize overlay's inline JSON patch (RFC 6902 `test` / `add` / `replace` operations, `-` appending to a list) as kustomize would.
+pub fn apply_json_patch(document: &mut Value, operations: &Value, what: &str) {
+    for operation in operations.as_array().unwrap_or_else(|| panic!("{what}: a list of operations")) {
+        let op = operation["op"].as_str().unwrap_or_default();
+        let path = operation["path"].as_str().unwrap_or_else(|| panic!("{what}: an operation without a path"));
+        let value = operation["value"].clone();
+        if op == "test" {
+            let found = document.pointer(path).unwrap_or_else(|| panic!("{what}: test of a missing {path}"));
+            assert_eq!(*found, value, "{what}: the test of {path} fails: kustomize would refuse the overlay");
+            continue;
+        }
+        assert!(op == "add" || op == "replace", "{what}: unsupported op {op:?}");
+        let (parent, last) = path.rsplit_once('/').unwrap_or_else(|| panic!("{what}: bad path {path}"));
+        let target = document.pointer_mut(parent).unwrap_or_else(|| panic!("{what}: {parent} does not exist"));
+        match target {
+            Value::Object(map) => {
+                assert!(op == "add" || map.contains_key(last), "{what}: replace of a missing {path}");
+                map.insert(last.to_string(), value);
+            }
+            Value::Array(items) if last == "-" && op == "add" => items.push(value),
+            Value::Array(items) => {
+                let index: usize = last.parse().unwrap_or_else(|_| panic!("{what}: {path} is not an index"));
+                assert!(index < items.len(), "{what}: {path} is out of range");
+                items[index] = value;
+            }
+            _ => panic!("{what}: {parent} is neither an object nor a list"),
+        }
+    }
+}

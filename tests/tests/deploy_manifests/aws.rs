@@ -10,30 +10,6 @@ use super::{MANIFEST_DIR, autoscaler_container, parse_flags, read, strict, yaml_
 
 const OVERLAY: &str = "deploy/aws/kustomization.yaml";
 
-/// Applies RFC 6902 `add` / `replace` operations (the only ones the overlay uses).
-fn apply(document: &mut Value, operations: &Value, what: &str) {
-    for operation in operations.as_array().unwrap_or_else(|| panic!("{what}: a list of operations")) {
-        let op = operation["op"].as_str().unwrap_or_default();
-        assert!(op == "add" || op == "replace", "{what}: unsupported op {op:?}");
-        let path = operation["path"].as_str().unwrap_or_else(|| panic!("{what}: an operation without a path"));
-        let (parent, last) = path.rsplit_once('/').unwrap_or_else(|| panic!("{what}: bad path {path}"));
-        let target = document.pointer_mut(parent).unwrap_or_else(|| panic!("{what}: {parent} does not exist"));
-        let value = operation["value"].clone();
-        match target {
-            Value::Object(map) => {
-                assert!(op == "add" || map.contains_key(last), "{what}: replace of a missing {path}");
-                map.insert(last.to_string(), value);
-            }
-            Value::Array(items) => {
-                let index: usize = last.parse().unwrap_or_else(|_| panic!("{what}: {path} is not an index"));
-                assert!(index < items.len(), "{what}: {path} is out of range");
-                items[index] = value;
-            }
-            _ => panic!("{what}: {parent} is neither an object nor a list"),
-        }
-    }
-}
-
 /// The base document of `kind`, with the overlay's patches for it applied.
 fn patched(kind: &str) -> Value {
     let overlay = yaml_value(&read(OVERLAY), OVERLAY);
@@ -49,7 +25,11 @@ fn patched(kind: &str) -> Value {
             continue;
         }
         let text = patch["patch"].as_str().expect("an inline patch");
-        apply(&mut document, &yaml_value(text, &format!("{OVERLAY} {kind} patch")), &format!("{OVERLAY} {kind}"));
+        super::apply_json_patch(
+            &mut document,
+            &yaml_value(text, &format!("{OVERLAY} {kind} patch")),
+            &format!("{OVERLAY} {kind}"),
+        );
     }
     document
 }

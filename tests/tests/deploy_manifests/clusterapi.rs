@@ -37,31 +37,6 @@ const KUBECONFIG_SECRET: &str = "cluster-autoscaler-management-kubeconfig";
 const OTHER_TEMPLATE_KINDS: &[&str] =
     &["metal3machinetemplates", "openstackmachinetemplates", "proxmoxmachinetemplates", "vspheremachinetemplates"];
 
-/// Applies RFC 6902 `add` / `replace` operations, `-` appending to a list.
-fn apply(document: &mut Value, operations: &Value, what: &str) {
-    for operation in operations.as_array().unwrap_or_else(|| panic!("{what}: a list of operations")) {
-        let op = operation["op"].as_str().unwrap_or_default();
-        assert!(op == "add" || op == "replace", "{what}: unsupported op {op:?}");
-        let path = operation["path"].as_str().unwrap_or_else(|| panic!("{what}: an operation without a path"));
-        let (parent, last) = path.rsplit_once('/').unwrap_or_else(|| panic!("{what}: bad path {path}"));
-        let target = document.pointer_mut(parent).unwrap_or_else(|| panic!("{what}: {parent} does not exist"));
-        let value = operation["value"].clone();
-        match target {
-            Value::Object(map) => {
-                assert!(op == "add" || map.contains_key(last), "{what}: replace of a missing {path}");
-                map.insert(last.to_string(), value);
-            }
-            Value::Array(items) if last == "-" && op == "add" => items.push(value),
-            Value::Array(items) => {
-                let index: usize = last.parse().unwrap_or_else(|_| panic!("{what}: {path} is not an index"));
-                assert!(index < items.len(), "{what}: {path} is out of range");
-                items[index] = value;
-            }
-            _ => panic!("{what}: {parent} is neither an object nor a list"),
-        }
-    }
-}
-
 /// An overlay's kustomization, checked to build on the base manifests.
 fn overlay(path: &str, extra_resources: &[&str]) -> Value {
     let overlay = yaml_value(&read(path), path);
@@ -82,7 +57,7 @@ fn patched_deployment(path: &str, extra_resources: &[&str]) -> Deployment {
         assert_eq!(patch["target"]["kind"], "Deployment", "{path}: only the Deployment is patched");
         assert_eq!(patch["target"]["name"], document["metadata"]["name"]);
         let text = patch["patch"].as_str().expect("an inline patch");
-        apply(&mut document, &yaml_value(text, &format!("{path} patch")), path);
+        super::apply_json_patch(&mut document, &yaml_value(text, &format!("{path} patch")), path);
     }
     strict(&document, &format!("{path}'s Deployment"))
 }

@@ -59,36 +59,6 @@ const EXAMPLE_IAAS: &str = "cloudprovider/examples/private-iaas/config/iaas.yaml
 // ---------------------------------------------------------------------------------------------
 // The overlay, built as kustomize builds it.
 
-/// Applies RFC 6902 `test` / `add` / `replace` operations, `-` appending to a list.
-fn apply(document: &mut Value, operations: &Value, what: &str) {
-    for operation in operations.as_array().unwrap_or_else(|| panic!("{what}: a list of operations")) {
-        let op = operation["op"].as_str().unwrap_or_default();
-        let path = operation["path"].as_str().unwrap_or_else(|| panic!("{what}: an operation without a path"));
-        let value = operation["value"].clone();
-        if op == "test" {
-            let found = document.pointer(path).unwrap_or_else(|| panic!("{what}: test of a missing {path}"));
-            assert_eq!(*found, value, "{what}: the test of {path} fails: kustomize would refuse the overlay");
-            continue;
-        }
-        assert!(op == "add" || op == "replace", "{what}: unsupported op {op:?}");
-        let (parent, last) = path.rsplit_once('/').unwrap_or_else(|| panic!("{what}: bad path {path}"));
-        let target = document.pointer_mut(parent).unwrap_or_else(|| panic!("{what}: {parent} does not exist"));
-        match target {
-            Value::Object(map) => {
-                assert!(op == "add" || map.contains_key(last), "{what}: replace of a missing {path}");
-                map.insert(last.to_string(), value);
-            }
-            Value::Array(items) if last == "-" && op == "add" => items.push(value),
-            Value::Array(items) => {
-                let index: usize = last.parse().unwrap_or_else(|_| panic!("{what}: {path} is not an index"));
-                assert!(index < items.len(), "{what}: {path} is out of range");
-                items[index] = value;
-            }
-            _ => panic!("{what}: {parent} is neither an object nor a list"),
-        }
-    }
-}
-
 fn kustomization() -> Value {
     yaml_value(&read(KUSTOMIZATION), KUSTOMIZATION)
 }
@@ -121,7 +91,7 @@ fn built_documents() -> Vec<Value> {
         let what = format!("{KUSTOMIZATION} patch of {target}");
         let operations = yaml_value(text, &what);
         for document in matching {
-            apply(document, &operations, &what);
+            super::apply_json_patch(document, &operations, &what);
         }
     }
     documents
