@@ -17,68 +17,22 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use async_trait::async_trait;
 use autoscaler::config::AutoscalingOptions;
 use autoscaler::control::{Autoscaler, Parts};
 use autoscaler::core::{ClusterView, counting, fixtures};
-use autoscaler::ports::{Clock, ClusterActions, ClusterReader, Event, EvictionError, PortError, Scale, ScaleTarget};
+use autoscaler::ports::Clock;
 use cloudprovider::CloudProvider;
 use cloudprovider_externalgrpc::{ExternalGrpcCloudProvider, ExternalGrpcConfig};
 use cloudprovider_static::{StaticCloudProvider, StaticConfig};
+use common::{FixedView, NoActions};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
-use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::jiff::Timestamp;
 
 const GROUPS: usize = 100;
 const NODES_PER_GROUP: usize = 5;
-
-struct FixedView(ClusterView);
-
-#[async_trait]
-impl ClusterReader for FixedView {
-    async fn view(&self) -> Result<ClusterView, PortError> {
-        Ok(self.0.clone())
-    }
-}
-
-struct NoActions;
-
-#[async_trait]
-impl ClusterActions for NoActions {
-    async fn taint_node(&self, _: &str, _: Taint, _: bool) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn untaint_node(&self, _: &str, _: &str, _: bool) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn evict_pod(&self, _: &str, _: &str, _: i64) -> Result<(), EvictionError> {
-        Ok(())
-    }
-    async fn get_scale(&self, t: &ScaleTarget) -> Result<Scale, PortError> {
-        Err(PortError::NotFound { kind: t.kind.clone(), name: t.name.clone() })
-    }
-    async fn set_scale(&self, _: &ScaleTarget, _: i32) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn write_status(&self, _: &str, _: &str, _: &str, _: &str) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn record_event(&self, _: Event) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn update_hpa_status(&self, _: &str, _: &str, _: HorizontalPodAutoscalerStatus) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn update_wpa_status(
-        &self,
-        _: &str,
-        _: &str,
-        _: autoscaler::hpa::wpa::WatermarkPodAutoscalerStatus,
-    ) -> Result<(), PortError> {
-        Ok(())
-    }
-}
 
 /// The loop's clock: fixed while an iteration runs, moved on between iterations.
 struct SteppedClock(Mutex<Timestamp>);

@@ -9,7 +9,9 @@
 //! ```no_run
 //! // A platform team's main.rs: our controller, plan and simulate, every upstream flag, plus
 //! // `--cloud-provider=my-iaas`.
-//! # async fn build(_: cloudprovider::ProviderContext) -> cloudprovider::BuildResult { unimplemented!() }
+//! # async fn build(_: cloudprovider::ProviderContext) -> cloudprovider::BuildResult {
+//! #     Err(cloudprovider::BuildError::Config("the my-iaas provider is built here".into()))
+//! # }
 //! fn main() -> std::process::ExitCode {
 //!     let mut providers = autoscaler::compose::builtin_providers();
 //!     providers.register("my-iaas", build);
