@@ -4,12 +4,14 @@
 //! (an in-memory cluster on a virtual clock). Node groups are reached through the
 //! `cloudprovider` traits, not through these ports.
 
+use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
 use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
 
 use crate::core::ClusterView;
 
@@ -80,7 +82,7 @@ impl ObjectRef {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum EventType {
     Normal,
     Warning,
@@ -95,12 +97,64 @@ impl EventType {
     }
 }
 
-/// A Kubernetes Event with upstream's reason strings (`TriggeredScaleUp`, `ScaleDown`, …).
+/// An Event's reason: the cluster autoscaler's own, with upstream's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventReason {
+    TriggeredScaleUp,
+    NotTriggerScaleUp,
+    ScaledUpGroup,
+    FailedToScaleUpGroup,
+    ScaleUpTimedOut,
+    ScaleUpFailed,
+    FailedToRevertScaleUp,
+    MaxNodesTotalReached,
+    ClusterUnhealthy,
+    ClusterAutoscalerCleanup,
+    DeleteUnregistered,
+    DeleteUnregisteredFailed,
+    ScaleDown,
+    ScaleDownEmpty,
+    ScaleDownFailed,
+    /// A reason another component names and the autoscaler only passes on: the expanders'
+    /// warnings and the pod autoscalers' events, as kube-controller-manager words them.
+    Passed(&'static str),
+}
+
+impl EventReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TriggeredScaleUp => "TriggeredScaleUp",
+            Self::NotTriggerScaleUp => "NotTriggerScaleUp",
+            Self::ScaledUpGroup => "ScaledUpGroup",
+            Self::FailedToScaleUpGroup => "FailedToScaleUpGroup",
+            Self::ScaleUpTimedOut => "ScaleUpTimedOut",
+            Self::ScaleUpFailed => "ScaleUpFailed",
+            Self::FailedToRevertScaleUp => "FailedToRevertScaleUp",
+            Self::MaxNodesTotalReached => "MaxNodesTotalReached",
+            Self::ClusterUnhealthy => "ClusterUnhealthy",
+            Self::ClusterAutoscalerCleanup => "ClusterAutoscalerCleanup",
+            Self::DeleteUnregistered => "DeleteUnregistered",
+            Self::DeleteUnregisteredFailed => "DeleteUnregisteredFailed",
+            Self::ScaleDown => "ScaleDown",
+            Self::ScaleDownEmpty => "ScaleDownEmpty",
+            Self::ScaleDownFailed => "ScaleDownFailed",
+            Self::Passed(reason) => reason,
+        }
+    }
+}
+
+impl fmt::Display for EventReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A Kubernetes Event as the autoscaler records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub object: ObjectRef,
     pub event_type: EventType,
-    pub reason: String,
+    pub reason: EventReason,
     pub message: String,
 }
 

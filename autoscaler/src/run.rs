@@ -467,8 +467,8 @@ fn log_report(report: &LoopReport) {
     for i in &report.scale_ups {
         tracing::info!(group = %i.node_group, from = i.current_size, to = i.new_size, "scale-up");
     }
-    for (node, group, reason) in &report.deleted {
-        tracing::info!(%node, %group, %reason, "node removed");
+    for d in &report.deleted {
+        tracing::info!(node = %d.node, group = %d.node_group, reason = d.reason.as_str(), "node removed");
     }
     for (group, error) in &report.scale_up_failures {
         tracing::warn!(%group, %error, "scale-up failed");

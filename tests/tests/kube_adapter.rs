@@ -8,7 +8,7 @@ use autoscaler::kube_adapter::{
     STATUS_LAST_UPDATED_ANNOTATION,
 };
 use autoscaler::ports::{
-    ClusterActions, ClusterReader, Event, EventType, EvictionError, ObjectRef, PortError, ScaleTarget,
+    ClusterActions, ClusterReader, Event, EventReason, EventType, EvictionError, ObjectRef, PortError, ScaleTarget,
 };
 use k8s_openapi::api::apps::v1::{
     DaemonSet, Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec, StatefulSetStatus,
@@ -429,7 +429,7 @@ fn scale_down_event(message: &str) -> Event {
     Event {
         object: ObjectRef::node("n1"),
         event_type: EventType::Normal,
-        reason: "ScaleDown".into(),
+        reason: EventReason::ScaleDown,
         message: message.into(),
     }
 }
@@ -443,7 +443,7 @@ async fn events_are_core_v1_events_with_source_timestamps_and_count() {
         .record_event(Event {
             object: ObjectRef::pod("apps", "web-1"),
             event_type: EventType::Warning,
-            reason: "NotTriggerScaleUp".into(),
+            reason: EventReason::NotTriggerScaleUp,
             message: "pod didn't trigger scale-up: 1 max node group size reached".into(),
         })
         .await
@@ -514,7 +514,7 @@ async fn a_slow_api_server_never_holds_the_caller_and_a_full_queue_drops_events(
         let event = Event {
             object: ObjectRef::pod("default", &format!("web-{i}")),
             event_type: EventType::Normal,
-            reason: "NotTriggerScaleUp".into(),
+            reason: EventReason::NotTriggerScaleUp,
             message: "pod didn't trigger scale-up".into(),
         };
         actions.record_event(event).await.unwrap();

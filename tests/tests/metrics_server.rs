@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use autoscaler::control::LoopReport;
+use autoscaler::control::{DeletedNode, LoopReport, RemovalReason};
 use autoscaler::core::ClusterState;
 use autoscaler::core::plan::GroupIncrease;
 use autoscaler::memory::VirtualClock;
@@ -95,7 +95,7 @@ fn loop_report() -> LoopReport {
     LoopReport {
         time: t0().to_string(),
         scale_ups: vec![GroupIncrease { node_group: "g1".into(), delta: 2, current_size: 1, new_size: 3, max_size: 5 }],
-        deleted: vec![("n1".into(), "g1".into(), "empty".into())],
+        deleted: vec![DeletedNode { node: "n1".into(), node_group: "g1".into(), reason: RemovalReason::Empty }],
         ..Default::default()
     }
 }

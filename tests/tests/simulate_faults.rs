@@ -4,6 +4,7 @@
 mod support;
 
 use autoscaler::control::LoopReport;
+use autoscaler::control::registry::InstanceRemoval;
 use autoscaler::simulate::world::World;
 use k8s_openapi::jiff::Timestamp;
 use support::*;
@@ -111,7 +112,7 @@ fn stock_out_backs_off_the_group_and_the_next_best_group_scales_up() {
         .loops
         .iter()
         .flat_map(|(_, r, _)| r.removed_instances.iter())
-        .filter(|(g, _, reason)| g == "snug" && reason == "create-error")
+        .filter(|(g, _, reason)| g == "snug" && *reason == InstanceRemoval::CreateError)
         .count();
     assert_eq!(removed, 3, "the failed instances are deleted");
     assert!(ups[1].0 >= failed_at && ups[1].0 <= failed_at + 10, "fallback at {}s, failure at {failed_at}s", ups[1].0);
@@ -150,7 +151,9 @@ fn node_that_never_registers_is_removed_after_max_node_provision_time_and_its_gr
     let removed_at = h
         .loops
         .iter()
-        .find(|(_, r, _)| r.removed_instances.iter().any(|(g, _, why)| g == "pool" && why == "unregistered"))
+        .find(|(_, r, _)| {
+            r.removed_instances.iter().any(|(g, _, why)| g == "pool" && *why == InstanceRemoval::Unregistered)
+        })
         .map(|(t, _, _)| *t)
         .expect("the instance was removed");
     assert!(removed_at > first + 300 && removed_at <= first + 300 + 20, "removed at {removed_at}s");

@@ -6,6 +6,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use autoscaler::control::LoopReport;
+use autoscaler::core::plan::{ScaleDownStatus, UnremovableReason};
 use autoscaler::simulate::world::World;
 use k8s_openapi::jiff::Timestamp;
 use simulator::well_known::TO_BE_DELETED_TAINT;
@@ -107,7 +108,7 @@ fn node_with_scale_down_disabled_annotation_is_kept() {
             if let Some(plan) = report.and_then(|r| r.plan.as_ref()) {
                 for u in &plan.scale_down.unremovable {
                     if u.node == "pool-2" {
-                        reasons.insert(u.reason.clone());
+                        reasons.insert(u.reason);
                     }
                 }
             }
@@ -117,7 +118,7 @@ fn node_with_scale_down_disabled_annotation_is_kept() {
     );
     assert_eq!(final_nodes, vec!["pool-2".to_string()], "the other empty nodes are removed");
     assert!(!ever_tainted.contains("pool-2"), "pool-2 was never marked for deletion");
-    assert_eq!(reasons, BTreeSet::from(["ScaleDownDisabledAnnotation".to_string()]));
+    assert_eq!(reasons, BTreeSet::from([UnremovableReason::ScaleDownDisabledAnnotation]));
 }
 
 #[test]
@@ -181,7 +182,7 @@ fn scale_down_waits_for_scale_down_delay_after_add() {
                 if let Some(plan) = &r.plan
                     && !plan.scale_down.unneeded.is_empty()
                 {
-                    statuses.insert(plan.scale_down.status.clone());
+                    statuses.insert(plan.scale_down.status);
                 }
             }
         }),
@@ -191,7 +192,7 @@ fn scale_down_waits_for_scale_down_delay_after_add() {
     let first_deletion = *log.deletion_started.values().min().expect("nodes were removed later");
     assert!(first_deletion >= scale_up + 1200, "deletion at {first_deletion}s, scale-up at {scale_up}s");
     assert!(first_deletion <= scale_up + 1200 + 10, "deletion only at {first_deletion}s");
-    assert!(statuses.contains("InCooldown"), "the plan reported the cooldown: {statuses:?}");
+    assert!(statuses.contains(&ScaleDownStatus::InCooldown), "the plan reported the cooldown: {statuses:?}");
 }
 
 /// Nodes tainted ToBeDeleted whose instance is still live: deletions in flight, as the budget

@@ -6,6 +6,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use autoscaler::control::LoopReport;
+use autoscaler::ports::EventReason;
 use autoscaler::simulate::world::World;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
@@ -140,7 +141,7 @@ fn max_nodes_total_holds_at_every_step() {
             most_nodes = most_nodes.max(nodes);
             scale_ups += report.map_or(0, |r| r.scale_ups.len());
             for e in report.iter().flat_map(|r| &r.events) {
-                if e.reason == "MaxNodesTotalReached" {
+                if e.reason == EventReason::MaxNodesTotalReached {
                     assert_eq!(e.message, "Max total nodes in cluster reached: 5");
                     limit_events += 1;
                 }

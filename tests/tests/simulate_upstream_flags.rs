@@ -27,8 +27,8 @@ impl Deletions {
         for n in &report.deletions_started {
             self.started.entry(n.clone()).or_insert(t);
         }
-        for (n, _, _) in &report.deleted {
-            self.deleted.entry(n.clone()).or_insert(t);
+        for d in &report.deleted {
+            self.deleted.entry(d.node.clone()).or_insert(t);
         }
     }
 }

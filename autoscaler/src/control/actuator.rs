@@ -22,6 +22,7 @@ use std::time::Duration;
 use cloudprovider::NodeGroup;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
 use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
 use simulator::well_known::{DELAY_DELETION_PREFIX, ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
 use simulator::{NodeInfo, PodInfo};
@@ -29,14 +30,15 @@ use simulator::{NodeInfo, PodInfo};
 use super::registry::Registry;
 use crate::config::AutoscalingOptions;
 use crate::core::ClusterView;
-use crate::ports::{ClusterActions, Event, EventType, EvictionError, ObjectRef};
+use crate::ports::{ClusterActions, Event, EventReason, EventType, EvictionError, ObjectRef};
 
 fn plus(t: Timestamp, d: Duration) -> Timestamp {
     t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
 }
 
 /// Why a node is removed (the `reason` label of `scaled_down_nodes_total`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RemovalReason {
     Empty,
     Underutilized,
@@ -51,6 +53,15 @@ impl RemovalReason {
             RemovalReason::Unready => "unready",
         }
     }
+}
+
+/// A node the cloud removed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletedNode {
+    pub node: String,
+    pub node_group: String,
+    pub reason: RemovalReason,
 }
 
 #[derive(Clone, Debug)]
@@ -100,7 +111,7 @@ struct Deletion {
 #[derive(Clone, Debug, Default)]
 pub struct ActuationReport {
     pub tainted: Vec<String>,
-    pub deleted: Vec<(String, String, RemovalReason)>,
+    pub deleted: Vec<DeletedNode>,
     pub failed: Vec<(String, String)>,
     /// The node groups of the deletions in `failed` that were in flight.
     pub failed_groups: Vec<String>,
@@ -122,8 +133,8 @@ fn to_be_deleted_taint(now: Timestamp) -> Taint {
     }
 }
 
-fn node_event(node: &str, event_type: EventType, reason: &str, message: String) -> Event {
-    Event { object: ObjectRef::node(node), event_type, reason: reason.into(), message }
+fn node_event(node: &str, event_type: EventType, reason: EventReason, message: String) -> Event {
+    Event { object: ObjectRef::node(node), event_type, reason, message }
 }
 
 impl Actuator {
@@ -168,7 +179,7 @@ impl Actuator {
                 report.events.push(node_event(
                     node,
                     EventType::Warning,
-                    "ScaleDownFailed",
+                    EventReason::ScaleDownFailed,
                     format!("failed to mark the node as toBeDeleted/unschedulable: {e}"),
                 ));
                 return Err(report);
@@ -185,7 +196,7 @@ impl Actuator {
             report.events.push(node_event(
                 node,
                 EventType::Normal,
-                "ScaleDown",
+                EventReason::ScaleDown,
                 "marked the node as toBeDeleted/unschedulable".into(),
             ));
         }
@@ -206,7 +217,7 @@ impl Actuator {
             report.failed_groups.push(d.group);
         }
         let _ = actions.untaint_node(node, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating).await;
-        report.events.push(node_event(node, EventType::Warning, "ScaleDownFailed", why.clone()));
+        report.events.push(node_event(node, EventType::Warning, EventReason::ScaleDownFailed, why.clone()));
         report.failed.push((node.to_string(), why));
     }
 
@@ -271,7 +282,7 @@ impl Actuator {
                             report.events.push(Event {
                                 object: ObjectRef::pod(&p.namespace, &p.name),
                                 event_type: EventType::Normal,
-                                reason: "ScaleDown".into(),
+                                reason: EventReason::ScaleDown,
                                 message: "deleting pod for node scale down".into(),
                             });
                             longest_grace = longest_grace.max(p.grace);
@@ -383,11 +394,15 @@ impl Actuator {
                     match &result {
                         Ok(()) => {
                             let Some(d) = self.in_flight.get_mut(&name) else { continue };
-                            report.deleted.push((name.clone(), d.group.clone(), d.reason));
+                            report.deleted.push(DeletedNode {
+                                node: name.clone(),
+                                node_group: d.group.clone(),
+                                reason: d.reason,
+                            });
                             report.events.push(node_event(
                                 &name,
                                 EventType::Normal,
-                                "ScaleDown",
+                                EventReason::ScaleDown,
                                 "nodes removed by cluster autoscaler".into(),
                             ));
                             d.phase = Phase::Deleted;

@@ -23,19 +23,22 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use simulator::well_known::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 
-use self::actuator::{ActuationReport, Actuator, RemovalReason};
+use self::actuator::{ActuationReport, Actuator};
+pub use self::actuator::{DeletedNode, RemovalReason};
+use self::registry::InstanceRemoval;
 use self::registry::{InstanceToRemove, Registry};
 use self::soft_taint::update_soft_taints;
 use self::status::{StatusWriter, go_time};
 use crate::config::AutoscalingOptions;
-use crate::core::plan::{GroupIncrease, Plan, ScaleUpResult};
+use crate::core::plan::{GroupIncrease, Plan, ScaleDownStatus, ScaleUpResult};
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::hpa::MetricsSource;
 use crate::podscaling::{
     AutoscalerReport, PodAutoscalerMode, PodScaling, TargetState, anticipated_pods, target_from_view,
 };
-use crate::ports::ScaleTarget;
-use crate::ports::{Clock, ClusterActions, ClusterReader, Event, EventType, ObjectRef, PortError};
+use crate::ports::{
+    Clock, ClusterActions, ClusterReader, Event, EventReason, EventType, ObjectRef, PortError, ScaleTarget,
+};
 
 /// Annotation upstream puts on fake nodes it passes to `DeleteNodes` for cloud instances.
 pub const FAKE_NODE_REASON: &str = "k8s.io/cluster-autoscaler/fake-node-reason";
@@ -58,24 +61,47 @@ impl LoopError {
     }
 }
 
+/// Why an iteration ended before deciding, as upstream's loop returns early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum StopReason {
+    /// It corrected node group target sizes that disagreed with the cloud (upstream's
+    /// `fixNodeGroupSize`): the next loop decides on the corrected sizes.
+    #[serde(rename = "fixed node group sizes")]
+    FixedNodeGroupSizes,
+    /// Too many nodes are unready (`--max-total-unready-percentage`, `--ok-total-unready-count`).
+    #[serde(rename = "cluster is unhealthy")]
+    ClusterUnhealthy,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::FixedNodeGroupSizes => "fixed node group sizes",
+            StopReason::ClusterUnhealthy => "cluster is unhealthy",
+        })
+    }
+}
+
 /// What one iteration did, for the simulator's timeline, metrics and tests.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoopReport {
     pub time: String,
-    /// Why the iteration stopped before deciding (unhealthy cluster, size fixes).
+    /// Why the iteration stopped before deciding.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+    pub stopped: Option<StopReason>,
     #[serde(skip)]
     pub plan: Option<Plan>,
     pub scale_ups: Vec<GroupIncrease>,
     pub scale_up_failures: Vec<(String, String)>,
     pub timed_out: Vec<(String, usize)>,
+    /// (node group, instance, the cloud's error code).
     pub failed_instances: Vec<(String, String, String)>,
-    pub removed_instances: Vec<(String, String, String)>,
+    /// (node group, instance, why).
+    pub removed_instances: Vec<(String, String, InstanceRemoval)>,
     pub fixed_sizes: Vec<(String, i64)>,
     pub deletions_started: Vec<String>,
-    pub deleted: Vec<(String, String, String)>,
+    pub deleted: Vec<DeletedNode>,
     pub deletion_failures: Vec<(String, String)>,
     pub evicted: Vec<String>,
     pub soft_tainted: Vec<String>,
@@ -289,8 +315,8 @@ impl Autoscaler {
             for e in &a.events {
                 let event = Event {
                     object: object.clone(),
-                    event_type: if e.event_type == "Warning" { EventType::Warning } else { EventType::Normal },
-                    reason: e.reason.clone(),
+                    event_type: e.event_type,
+                    reason: EventReason::Passed(e.reason),
                     message: e.message.clone(),
                 };
                 let _ = self.actions.record_event(event.clone()).await;
@@ -352,7 +378,7 @@ impl Autoscaler {
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
-                reason: "ScaleUpTimedOut".into(),
+                reason: EventReason::ScaleUpTimedOut,
                 message: format!(
                     "Nodes added to group {group} failed to register within {}",
                     cloudprovider::duration::format_go_duration(provision)
@@ -365,7 +391,7 @@ impl Autoscaler {
                 report.events.push(Event {
                     object: config_map.clone(),
                     event_type: EventType::Warning,
-                    reason: "FailedToRevertScaleUp".into(),
+                    reason: EventReason::FailedToRevertScaleUp,
                     message: format!("Failed to decrease target size for group {group} after scale-up timeout: {e}"),
                 });
             }
@@ -375,7 +401,7 @@ impl Autoscaler {
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
-                reason: "ScaleUpFailed".into(),
+                reason: EventReason::ScaleUpFailed,
                 message: format!("Failed adding a node to group {group}: {} ({})", error.message, error.code),
             });
         }
@@ -390,16 +416,16 @@ impl Autoscaler {
             }
         }
         if fixed {
-            report.stopped = Some("fixed node group sizes".into());
+            report.stopped = Some(StopReason::FixedNodeGroupSizes);
             return self.finish(report, None, &update.state, &cloud, now).await;
         }
         if !update.state.healthy {
             self.memory.unneeded_since.clear();
-            report.stopped = Some("cluster is unhealthy".into());
+            report.stopped = Some(StopReason::ClusterUnhealthy);
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
-                reason: "ClusterUnhealthy".into(),
+                reason: EventReason::ClusterUnhealthy,
                 message: format!(
                     "Cluster has too many unready nodes: {} unready of {} (tolerated: {} or {}%)",
                     update.state.unready,
@@ -444,7 +470,7 @@ impl Autoscaler {
         report.soft_tainted = tainted;
         report.soft_untainted = untainted;
 
-        if plan.scale_down.status != "InCooldown" && report.scale_ups.is_empty() {
+        if plan.scale_down.status != ScaleDownStatus::InCooldown && report.scale_ups.is_empty() {
             self.start_deletions(&plan, &update.state, now, &mut report).await;
         }
         let groups: BTreeMap<String, Arc<dyn NodeGroup>> =
@@ -476,7 +502,7 @@ impl Autoscaler {
                 report.events.push(Event {
                     object: ObjectRef::node(name),
                     event_type: EventType::Normal,
-                    reason: "ClusterAutoscalerCleanup".into(),
+                    reason: EventReason::ClusterAutoscalerCleanup,
                     message: "removed the ToBeDeleted taint left by a previous run".into(),
                 });
             }
@@ -501,16 +527,16 @@ impl Autoscaler {
                 // removes failed creations with DeleteNodes, which respects the minimum too,
                 // or with ForceDeleteNodes under --force-delete-failed-nodes.
                 let force = match i.reason {
-                    "unregistered" => self.options.force_delete_unregistered_nodes,
-                    _ => self.options.force_delete_failed_nodes,
+                    InstanceRemoval::Unregistered => self.options.force_delete_unregistered_nodes,
+                    InstanceRemoval::CreateError => self.options.force_delete_failed_nodes,
                 };
-                if i.reason == "unregistered" && !force {
+                if i.reason == InstanceRemoval::Unregistered && !force {
                     if allowed == 0 {
                         continue;
                     }
                     allowed -= 1;
                 }
-                let node = fake_node(&i.instance_id, i.reason);
+                let node = fake_node(&i.instance_id, i.reason.as_str());
                 let nodes = std::slice::from_ref(&node);
                 let result = if force {
                     match handle.force_delete_nodes(nodes).await {
@@ -523,19 +549,19 @@ impl Autoscaler {
                 let (event_type, reason, message) = match &result {
                     Ok(()) => (
                         EventType::Normal,
-                        "DeleteUnregistered",
+                        EventReason::DeleteUnregistered,
                         format!("Removed instance {} ({})", i.instance_id, i.reason),
                     ),
                     Err(e) => (
                         EventType::Warning,
-                        "DeleteUnregisteredFailed",
+                        EventReason::DeleteUnregisteredFailed,
                         format!("Failed to remove instance {}: {e}", i.instance_id),
                     ),
                 };
                 if result.is_ok() {
-                    report.removed_instances.push((group.to_string(), i.instance_id.clone(), i.reason.to_string()));
+                    report.removed_instances.push((group.to_string(), i.instance_id.clone(), i.reason));
                 }
-                report.events.push(Event { object: config_map.clone(), event_type, reason: reason.into(), message });
+                report.events.push(Event { object: config_map.clone(), event_type, reason, message });
             }
         }
     }
@@ -547,7 +573,7 @@ impl Autoscaler {
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
-                reason: "MaxNodesTotalReached".into(),
+                reason: EventReason::MaxNodesTotalReached,
                 message: format!("Max total nodes in cluster reached: {}", self.options.max_nodes_total),
             });
         }
@@ -555,7 +581,7 @@ impl Autoscaler {
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: if e.warning { EventType::Warning } else { EventType::Normal },
-                reason: e.reason.clone(),
+                reason: EventReason::Passed(e.reason),
                 message: e.message.clone(),
             });
         }
@@ -579,7 +605,7 @@ impl Autoscaler {
                     report.events.push(Event {
                         object: config_map.clone(),
                         event_type: EventType::Normal,
-                        reason: "ScaledUpGroup".into(),
+                        reason: EventReason::ScaledUpGroup,
                         message: setting(inc),
                     });
                 }
@@ -593,7 +619,7 @@ impl Autoscaler {
                     report.events.push(Event {
                         object: config_map.clone(),
                         event_type: EventType::Normal,
-                        reason: "ScaledUpGroup".into(),
+                        reason: EventReason::ScaledUpGroup,
                         message: setting(inc),
                     });
                     results.push((*inc, handle.increase_size(inc.delta).await));
@@ -613,7 +639,7 @@ impl Autoscaler {
                         report.events.push(Event {
                             object: config_map.clone(),
                             event_type: EventType::Normal,
-                            reason: "ScaledUpGroup".into(),
+                            reason: EventReason::ScaledUpGroup,
                             message: format!("{} (setting group size succeeded)", setting(inc)),
                         });
                         done.push(format!(
@@ -627,7 +653,7 @@ impl Autoscaler {
                         report.events.push(Event {
                             object: config_map.clone(),
                             event_type: EventType::Warning,
-                            reason: "FailedToScaleUpGroup".into(),
+                            reason: EventReason::FailedToScaleUpGroup,
                             message: format!("Scale-up failed for group {}: {e}", inc.node_group),
                         });
                     }
@@ -643,7 +669,7 @@ impl Autoscaler {
                     report.events.push(Event {
                         object: ObjectRef::pod(ns, name),
                         event_type: EventType::Normal,
-                        reason: "TriggeredScaleUp".into(),
+                        reason: EventReason::TriggeredScaleUp,
                         message: format!("pod triggered scale-up: [{}]", done.join(" ")),
                     });
                 }
@@ -670,7 +696,7 @@ impl Autoscaler {
             report.events.push(Event {
                 object: ObjectRef::pod(ns, name),
                 event_type: EventType::Normal,
-                reason: "NotTriggerScaleUp".into(),
+                reason: EventReason::NotTriggerScaleUp,
                 message,
             });
         }
@@ -721,7 +747,7 @@ impl Autoscaler {
                     report.events.push(Event {
                         object: config_map.clone(),
                         event_type: EventType::Normal,
-                        reason: "ScaleDownEmpty".into(),
+                        reason: EventReason::ScaleDownEmpty,
                         message: format!("Scale-down: removing empty node(s) {}", empty.join(", ")),
                     });
                 }
@@ -729,7 +755,7 @@ impl Autoscaler {
                     report.events.push(Event {
                         object: config_map,
                         event_type: EventType::Normal,
-                        reason: "ScaleDown".into(),
+                        reason: EventReason::ScaleDown,
                         message: format!("Scale-down: removing node(s) {}, draining their pods", drained.join(", ")),
                     });
                 }
@@ -752,7 +778,7 @@ impl Autoscaler {
         for group in &progress.failed_groups {
             self.memory.group_scale_down_failures.insert(group.clone(), now);
         }
-        report.deleted.extend(progress.deleted.iter().map(|(n, g, r)| (n.clone(), g.clone(), r.as_str().to_string())));
+        report.deleted.extend(progress.deleted.iter().cloned());
         report.deletion_failures.extend(progress.failed);
         report.evicted.extend(progress.evicted);
         report.events.extend(progress.events);

@@ -10,6 +10,7 @@ use std::time::Duration;
 use cloudprovider::{InstanceErrorInfo, InstanceState};
 use cloudprovider_static::instance_id_for_node;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
 
 use super::backoff::Backoff;
 use crate::config::AutoscalingOptions;
@@ -29,13 +30,38 @@ pub struct ScaleUpRequest {
     pub expected: Timestamp,
 }
 
+/// Why an instance is removed outside scale-down. Printed as upstream's fake-node-reason
+/// annotation values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceRemoval {
+    /// Never registered as a node within `--max-node-provision-time`.
+    Unregistered,
+    /// The cloud reported that it failed to create the instance.
+    CreateError,
+}
+
+impl InstanceRemoval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceRemoval::Unregistered => "unregistered",
+            InstanceRemoval::CreateError => "create-error",
+        }
+    }
+}
+
+impl std::fmt::Display for InstanceRemoval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A cloud instance to remove, with why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstanceToRemove {
     pub group: String,
     pub instance_id: String,
-    /// `unregistered` or `create-error` (upstream's fake-node-reason annotation values).
-    pub reason: &'static str,
+    pub reason: InstanceRemoval,
 }
 
 /// What one registry update found, for the loop to act on and report.
@@ -149,7 +175,7 @@ impl Registry {
                     update.to_remove.push(InstanceToRemove {
                         group: group.id.clone(),
                         instance_id: instance.id.clone(),
-                        reason: "create-error",
+                        reason: InstanceRemoval::CreateError,
                     });
                     continue;
                 }
@@ -161,7 +187,7 @@ impl Registry {
                     update.to_remove.push(InstanceToRemove {
                         group: group.id.clone(),
                         instance_id: instance.id.clone(),
-                        reason: "unregistered",
+                        reason: InstanceRemoval::Unregistered,
                     });
                 }
             }

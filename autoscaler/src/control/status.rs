@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::core::CloudState;
 use crate::core::cluster_state::ClusterState;
-use crate::core::plan::{Plan, ScaleUpResult};
+use crate::core::plan::{Plan, ScaleDownStatus, ScaleUpResult};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -71,7 +71,7 @@ struct ScaleUpCondition {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ScaleDownCondition {
-    status: &'static str,
+    status: ScaleDownStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     candidates: Option<usize>,
     last_probe_time: String,
@@ -177,7 +177,7 @@ impl StatusWriter {
             })
             .unwrap_or_default();
         let total_candidates: usize = unneeded_by_group.values().sum();
-        let scale_down_status = if total_candidates > 0 { "CandidatesPresent" } else { "NoCandidates" };
+        let scale_down_status = candidates_status(total_candidates);
         let cluster_wide = ClusterWide {
             health: Health {
                 status: health_status,
@@ -205,7 +205,7 @@ impl StatusWriter {
                 status: scale_down_status,
                 candidates: Some(total_candidates),
                 last_probe_time: probe.clone(),
-                last_transition_time: self.transition("cluster/scaleDown".into(), scale_down_status, now),
+                last_transition_time: self.transition("cluster/scaleDown".into(), scale_down_status.as_str(), now),
             },
         };
         let mut node_groups = Vec::new();
@@ -222,7 +222,7 @@ impl StatusWriter {
                 None => ("NoActivity", None),
             };
             let candidates = unneeded_by_group.get(g.id.as_str()).copied().unwrap_or(0);
-            let down = if candidates > 0 { "CandidatesPresent" } else { "NoCandidates" };
+            let down = candidates_status(candidates);
             node_groups.push(GroupStatus {
                 name: g.id.clone(),
                 health: Health {
@@ -251,7 +251,7 @@ impl StatusWriter {
                     status: down,
                     candidates: Some(candidates),
                     last_probe_time: probe.clone(),
-                    last_transition_time: self.transition(format!("{}/scaleDown", g.id), down, now),
+                    last_transition_time: self.transition(format!("{}/scaleDown", g.id), down.as_str(), now),
                 },
             });
         }
@@ -259,6 +259,12 @@ impl StatusWriter {
             Status { time: go_time(now), autoscaler_status: "Running", message: None, cluster_wide, node_groups };
         serde_saphyr::to_string(&status).unwrap_or_else(|e| format!("autoscalerStatus: Running\nmessage: {e}\n"))
     }
+}
+
+/// The status ConfigMap's scale-down condition: upstream writes only whether there are
+/// candidates (cooldown and a disabled scale-down show as `NoCandidates` there too).
+fn candidates_status(candidates: usize) -> ScaleDownStatus {
+    if candidates > 0 { ScaleDownStatus::CandidatesPresent } else { ScaleDownStatus::NoCandidates }
 }
 
 #[cfg(test)]

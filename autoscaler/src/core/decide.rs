@@ -14,7 +14,10 @@ use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
 use super::cloud::CloudState;
 use super::cluster_state::ClusterState;
 use super::memory::LoopMemory;
-use super::plan::{ClusterSummary, NodeGroupSummary, Plan, ScaleDownPlan, ScaleUpPlan, ScaleUpResult};
+use super::plan::{
+    ClusterSummary, NodeGroupSummary, Plan, ScaleDownPlan, ScaleDownStatus, ScaleUpPlan, ScaleUpResult,
+    UnremovableReason,
+};
 use super::readiness::Readiness;
 use super::scale_down::{ScaleDownContext, plan_scale_down};
 use super::scale_up::filter::filter_out_schedulable;
@@ -40,7 +43,7 @@ pub struct DecisionInput<'a> {
 pub struct Decision {
     pub plan: Plan,
     pub unneeded_since: HashMap<String, Timestamp>,
-    pub unremovable_until: HashMap<String, (Timestamp, String)>,
+    pub unremovable_until: HashMap<String, (Timestamp, UnremovableReason)>,
 }
 
 /// Pending pods the scheduler gave up on: no node, `PodScheduled=False` with reason
@@ -385,7 +388,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
 
 fn disabled_scale_down(why: &str) -> ScaleDownPlan {
     ScaleDownPlan {
-        status: "Disabled".into(),
+        status: ScaleDownStatus::Disabled,
         message: why.into(),
         unneeded: Vec::new(),
         unremovable: Vec::new(),

@@ -7,13 +7,14 @@ use std::collections::{HashMap, HashSet};
 use k8s_openapi::jiff::Timestamp;
 
 use super::cloud::InstanceCache;
+use super::plan::UnremovableReason;
 
 #[derive(Clone, Debug, Default)]
 pub struct LoopMemory {
     /// Node name → first time it was found unneeded (kept while it stays unneeded).
     pub unneeded_since: HashMap<String, Timestamp>,
     /// Node name → until when it is not re-simulated (`--unremovable-node-recheck-timeout`).
-    pub unremovable_until: HashMap<String, (Timestamp, String)>,
+    pub unremovable_until: HashMap<String, (Timestamp, UnremovableReason)>,
     pub last_scale_up: Option<Timestamp>,
     pub last_scale_down_delete: Option<Timestamp>,
     pub last_scale_down_failure: Option<Timestamp>,

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use simulator::drainability::BlockingReason;
 
 /// Upstream's `ScaleUpResult` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -49,7 +50,8 @@ pub struct OptionSummary {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpanderEventSummary {
-    pub reason: String,
+    /// The expander's reason (its priority ConfigMap warnings), as upstream words it.
+    pub reason: &'static str,
     pub message: String,
     pub warning: bool,
 }
@@ -125,21 +127,80 @@ pub struct UnneededNode {
     pub removable_after: String,
 }
 
+/// Upstream's `UnremovableReason` values.
+/// Serialized by name, as upstream prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum UnremovableReason {
+    // Upstream's numbers: its metric label is the number (0 is its `NoReason`).
+    ScaleDownDisabledAnnotation = 1,
+    ScaleDownUnreadyDisabled = 2,
+    NotAutoscaled = 3,
+    NotUnneededLongEnough = 4,
+    NotUnreadyLongEnough = 5,
+    NodeGroupMinSizeReached = 6,
+    NodeGroupMaxDeletionCountReached = 7,
+    AtomicScaleDownFailed = 8,
+    MinimalResourceLimitExceeded = 9,
+    CurrentlyBeingDeleted = 10,
+    NotUnderutilized = 11,
+    NotUnneededOtherReason = 12,
+    RecentlyUnremovable = 13,
+    NoPlaceToMovePods = 14,
+    BlockedByPod = 15,
+    UnexpectedError = 16,
+    NoNodeInfo = 17,
+    BlockedByOnCompletionPod = 18,
+}
+
+impl UnremovableReason {
+    /// Upstream's enum number, the `unremovable_nodes_count{reason}` label value (upstream
+    /// prints the number, not the name).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ScaleDownDisabledAnnotation => "ScaleDownDisabledAnnotation",
+            Self::ScaleDownUnreadyDisabled => "ScaleDownUnreadyDisabled",
+            Self::NotAutoscaled => "NotAutoscaled",
+            Self::NotUnneededLongEnough => "NotUnneededLongEnough",
+            Self::NotUnreadyLongEnough => "NotUnreadyLongEnough",
+            Self::NodeGroupMinSizeReached => "NodeGroupMinSizeReached",
+            Self::NodeGroupMaxDeletionCountReached => "NodeGroupMaxDeletionCountReached",
+            Self::AtomicScaleDownFailed => "AtomicScaleDownFailed",
+            Self::MinimalResourceLimitExceeded => "MinimalResourceLimitExceeded",
+            Self::CurrentlyBeingDeleted => "CurrentlyBeingDeleted",
+            Self::NotUnderutilized => "NotUnderutilized",
+            Self::NotUnneededOtherReason => "NotUnneededOtherReason",
+            Self::RecentlyUnremovable => "RecentlyUnremovable",
+            Self::NoPlaceToMovePods => "NoPlaceToMovePods",
+            Self::BlockedByPod => "BlockedByPod",
+            Self::UnexpectedError => "UnexpectedError",
+            Self::NoNodeInfo => "NoNodeInfo",
+            Self::BlockedByOnCompletionPod => "BlockedByOnCompletionPod",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnremovableNode {
     pub node: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_group: Option<String>,
-    /// Upstream's `UnremovableReason` name.
-    pub reason: String,
+    pub reason: UnremovableReason,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub utilization: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocking_pod: Option<String>,
-    /// Upstream's `BlockingPodReason` name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocking_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "blocking_reason_name")]
+    pub blocking_reason: Option<BlockingReason>,
+}
+
+/// Upstream's `BlockingPodReason` name (the simulator crate stays free of serde).
+fn blocking_reason_name<S: Serializer>(reason: &Option<BlockingReason>, s: S) -> Result<S::Ok, S::Error> {
+    reason.map(BlockingReason::as_str).serialize(s)
 }
 
 /// Nodes the loop may start deleting now (after the unneeded time, within the budgets).
@@ -150,11 +211,34 @@ pub struct Deletions {
     pub drain: Vec<String>,
 }
 
+/// The scale-down part of the loop's result: upstream's `ScaleDownStatus` names as the status
+/// ConfigMap and `plan` print them (upstream's `ScaleDownResult` for the metrics is derived).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum ScaleDownStatus {
+    /// Some nodes are unneeded (they may still wait for their unneeded time).
+    CandidatesPresent,
+    NoCandidates,
+    /// A recent scale-up, deletion or failure holds scale-down (`--scale-down-delay-after-*`).
+    InCooldown,
+    /// `--scale-down-enabled=false`.
+    Disabled,
+}
+
+impl ScaleDownStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CandidatesPresent => "CandidatesPresent",
+            Self::NoCandidates => "NoCandidates",
+            Self::InCooldown => "InCooldown",
+            Self::Disabled => "Disabled",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleDownPlan {
-    /// `CandidatesPresent`, `NoCandidates`, `InCooldown` or `Disabled`.
-    pub status: String,
+    pub status: ScaleDownStatus,
     pub message: String,
     pub unneeded: Vec<UnneededNode>,
     pub unremovable: Vec<UnremovableNode>,

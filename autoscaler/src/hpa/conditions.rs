@@ -4,27 +4,24 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
+pub use crate::ports::EventType;
 
 /// A Kubernetes event the controller would record on the autoscaler object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HpaEvent {
     pub type_: EventType,
-    pub reason: String,
+    /// kube-controller-manager's reason, as it words it.
+    pub reason: &'static str,
     pub message: String,
 }
 
 impl HpaEvent {
-    pub fn normal(reason: &str, message: impl Into<String>) -> Self {
-        HpaEvent { type_: EventType::Normal, reason: reason.into(), message: message.into() }
+    pub fn normal(reason: &'static str, message: impl Into<String>) -> Self {
+        HpaEvent { type_: EventType::Normal, reason, message: message.into() }
     }
 
-    pub fn warning(reason: &str, message: impl Into<String>) -> Self {
-        HpaEvent { type_: EventType::Warning, reason: reason.into(), message: message.into() }
+    pub fn warning(reason: &'static str, message: impl Into<String>) -> Self {
+        HpaEvent { type_: EventType::Warning, reason, message: message.into() }
     }
 }
 

@@ -244,7 +244,7 @@ fn rescale_failed_reports_and_forgets_the_scale_event() {
     assert_eq!((d.outcome, d.rescale, d.desired_replicas), (HpaOutcome::RescaleFailed, false, 1));
     let failed = d.events.last().unwrap();
     assert_eq!(
-        (failed.reason.as_str(), failed.message.as_str()),
+        (failed.reason, failed.message.as_str()),
         ("FailedRescale", "New size: 5; reason: external metric queue(nil) above target; error: conflict")
     );
     assert_eq!(condition(&d, "AbleToScale").1, "FailedUpdateScale");

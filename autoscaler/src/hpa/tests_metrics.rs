@@ -142,7 +142,7 @@ fn failed_external_metric_reports_upstream_errors() {
     let d = run(&hpa, 3, &pods(3, "1"), &FakeMetrics::default(), &mut HpaState::new(), t(0));
     let cause = "unable to get external metric default/queue/nil: unable to fetch metrics from external metrics API: the server could not find the metric queue";
     assert_eq!(condition(&d, "ScalingActive").1, "FailedGetExternalMetric");
-    assert_eq!((d.events[0].reason.as_str(), d.events[0].message.as_str()), ("FailedGetExternalMetric", cause));
+    assert_eq!((d.events[0].reason, d.events[0].message.as_str()), ("FailedGetExternalMetric", cause));
     assert_eq!(
         d.events[1].message,
         format!(

@@ -246,7 +246,7 @@ impl EventSink {
                 name: Some(event.object.name.clone()),
                 ..Default::default()
             },
-            reason: Some(event.reason.clone()),
+            reason: Some(event.reason.to_string()),
             message: Some(message.to_string()),
             type_: Some(event.event_type.as_str().into()),
             source: Some(EventSource { component: Some(EVENT_SOURCE_COMPONENT.into()), host: None }),
@@ -368,10 +368,10 @@ impl EventRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::EventType;
+    use crate::ports::{EventReason, EventType};
 
-    fn event(object: ObjectRef, reason: &str, message: &str) -> Event {
-        Event { object, event_type: EventType::Normal, reason: reason.into(), message: message.into() }
+    fn event(object: ObjectRef, reason: EventReason, message: &str) -> Event {
+        Event { object, event_type: EventType::Normal, reason, message: message.into() }
     }
 
     fn upstream() -> Correlator {
@@ -387,13 +387,13 @@ mod tests {
         let mut c = upstream();
         let t0 = Instant::now();
         let node = ObjectRef::node("n1");
-        assert_eq!(c.decide(&event(node.clone(), "ScaleDown", "a"), t0).unwrap().1, create("a"));
-        assert!(c.decide(&event(node.clone(), "ScaleDown", "b"), t0 + Duration::from_secs(10)).is_none());
+        assert_eq!(c.decide(&event(node.clone(), EventReason::ScaleDown, "a"), t0).unwrap().1, create("a"));
+        assert!(c.decide(&event(node.clone(), EventReason::ScaleDown, "b"), t0 + Duration::from_secs(10)).is_none());
         // Another reason, or another object, has its own bucket.
-        assert!(c.decide(&event(node.clone(), "ScaleDownFailed", "c"), t0).is_some());
-        assert!(c.decide(&event(ObjectRef::node("n2"), "ScaleDown", "a"), t0).is_some());
+        assert!(c.decide(&event(node.clone(), EventReason::ScaleDownFailed, "c"), t0).is_some());
+        assert!(c.decide(&event(ObjectRef::node("n2"), EventReason::ScaleDown, "a"), t0).is_some());
         // The bucket refills after 300 s.
-        assert!(c.decide(&event(node, "ScaleDown", "d"), t0 + Duration::from_secs(300)).is_some());
+        assert!(c.decide(&event(node, EventReason::ScaleDown, "d"), t0 + Duration::from_secs(300)).is_some());
     }
 
     #[test]
@@ -401,9 +401,9 @@ mod tests {
         let mut c = upstream();
         let t0 = Instant::now();
         let status = ObjectRef::config_map("kube-system", "cluster-autoscaler-status");
-        assert!(c.decide(&event(status.clone(), "ScaledUpGroup", "one"), t0).is_some());
-        assert!(c.decide(&event(status.clone(), "ScaledUpGroup", "two"), t0).is_some());
-        assert!(c.decide(&event(status, "ScaledUpGroup", "one"), t0).is_none());
+        assert!(c.decide(&event(status.clone(), EventReason::ScaledUpGroup, "one"), t0).is_some());
+        assert!(c.decide(&event(status.clone(), EventReason::ScaledUpGroup, "two"), t0).is_some());
+        assert!(c.decide(&event(status, EventReason::ScaledUpGroup, "one"), t0).is_none());
     }
 
     #[test]
@@ -411,10 +411,10 @@ mod tests {
         let mut c = upstream();
         let t0 = Instant::now();
         let node = ObjectRef::node("n1");
-        let (key, _) = c.decide(&event(node.clone(), "ScaleDown", "m"), t0).unwrap();
+        let (key, _) = c.decide(&event(node.clone(), EventReason::ScaleDown, "m"), t0).unwrap();
         c.written(key, Written { namespace: "default".into(), name: "n1.1".into(), count: 1 });
         assert_eq!(
-            c.decide(&event(node, "ScaleDown", "m"), t0 + Duration::from_secs(301)).unwrap().1,
+            c.decide(&event(node, EventReason::ScaleDown, "m"), t0 + Duration::from_secs(301)).unwrap().1,
             EventWrite::Bump { namespace: "default".into(), name: "n1.1".into(), count: 2 }
         );
     }
@@ -424,8 +424,8 @@ mod tests {
         let mut c = Correlator::new(CorrelatorOptions::client_go_defaults("kube-system", "cluster-autoscaler-status"));
         let t0 = Instant::now();
         let pod = ObjectRef::pod("default", "p");
-        let kept =
-            (0..30).filter(|i| c.decide(&event(pod.clone(), "NotTriggerScaleUp", &format!("{i}")), t0).is_some());
+        let kept = (0..30)
+            .filter(|i| c.decide(&event(pod.clone(), EventReason::NotTriggerScaleUp, &format!("{i}")), t0).is_some());
         assert_eq!(kept.count(), 25);
     }
 
@@ -438,13 +438,19 @@ mod tests {
         let t0 = Instant::now();
         let pod = ObjectRef::pod("default", "p");
         for i in 0..9 {
-            assert_eq!(c.decide(&event(pod.clone(), "R", &format!("m{i}")), t0).unwrap().1, create(&format!("m{i}")));
+            assert_eq!(
+                c.decide(&event(pod.clone(), EventReason::NotTriggerScaleUp, &format!("m{i}")), t0).unwrap().1,
+                create(&format!("m{i}"))
+            );
         }
         assert_eq!(
-            c.decide(&event(pod.clone(), "R", "m9"), t0).unwrap().1,
+            c.decide(&event(pod.clone(), EventReason::NotTriggerScaleUp, "m9"), t0).unwrap().1,
             create("(combined from similar events): m9")
         );
         // After the 10-minute window the count starts over.
-        assert_eq!(c.decide(&event(pod, "R", "m10"), t0 + Duration::from_secs(601)).unwrap().1, create("m10"));
+        assert_eq!(
+            c.decide(&event(pod, EventReason::NotTriggerScaleUp, "m10"), t0 + Duration::from_secs(601)).unwrap().1,
+            create("m10")
+        );
     }
 }

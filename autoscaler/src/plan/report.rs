@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::core::plan::{Plan, ScaleUpResult};
 use crate::podscaling::AutoscalerReport;
+use crate::ports::EventType;
 
 const LIST_LIMIT: usize = 8;
 
@@ -74,7 +75,7 @@ pub fn render(plan: &Plan, autoscalers: &[AutoscalerReport], unneeded_time: &str
                 if a.dry_run { " (dry run: not applied)" } else { "" },
                 a.recommended_replicas
             );
-            for e in a.events.iter().filter(|e| e.event_type == "Warning") {
+            for e in a.events.iter().filter(|e| e.event_type == EventType::Warning) {
                 let _ = writeln!(out, "    Warning {}: {}", e.reason, e.message);
             }
         }
@@ -159,7 +160,7 @@ pub fn render(plan: &Plan, autoscalers: &[AutoscalerReport], unneeded_time: &str
     let _ = writeln!(
         out,
         "Scale-down: {}{}",
-        down.status,
+        down.status.as_str(),
         if down.message.is_empty() { String::new() } else { format!(" — {}", down.message) }
     );
     if !down.unneeded.is_empty() {

@@ -23,7 +23,7 @@ use simulator::labels::Selector;
 use crate::core::ClusterView;
 use crate::hpa::wpa::{WatermarkPodAutoscalerStatus, WpaDecision, WpaState, reconcile_wpa};
 use crate::hpa::{HpaConfig, HpaEvent, HpaState, MetricsSource, ScaleTarget as HpaScale, reconcile_hpa};
-use crate::ports::ScaleTarget;
+use crate::ports::{EventType, ScaleTarget};
 
 /// What the embedded loop does with one kind of pod autoscaler
 /// (`--horizontal-pod-autoscaler-mode`, `--watermark-pod-autoscaler-mode`).
@@ -101,22 +101,13 @@ pub fn target_from_view(view: &ClusterView, target: &ScaleTarget) -> Option<Targ
 #[serde(rename_all = "camelCase")]
 pub struct EventSummary {
     #[serde(rename = "type")]
-    pub event_type: String,
-    pub reason: String,
+    pub event_type: EventType,
+    pub reason: &'static str,
     pub message: String,
 }
 
 fn events(list: &[HpaEvent]) -> Vec<EventSummary> {
-    list.iter()
-        .map(|e| EventSummary {
-            event_type: match e.type_ {
-                crate::hpa::EventType::Normal => "Normal".into(),
-                crate::hpa::EventType::Warning => "Warning".into(),
-            },
-            reason: e.reason.clone(),
-            message: e.message.clone(),
-        })
-        .collect()
+    list.iter().map(|e| EventSummary { event_type: e.type_, reason: e.reason, message: e.message.clone() }).collect()
 }
 
 /// One pod autoscaler's answer (the `hpa` section of `plan`).
@@ -314,8 +305,8 @@ impl PodScaling {
         }
         report.events.retain(|e| e.reason != "SuccessfulRescale" && e.reason != "Scaling");
         report.events.push(EventSummary {
-            event_type: "Warning".into(),
-            reason: "FailedRescale".into(),
+            event_type: EventType::Warning,
+            reason: "FailedRescale",
             message: format!("New size: {to}; error: {error}"),
         });
     }

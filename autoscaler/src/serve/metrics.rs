@@ -9,7 +9,7 @@
 //!   `failed_scale_ups_total{reason}`: upstream's `gpu_resource_name`, `gpu_name` and
 //!   `dra_drivers` labels are not exposed (the loop's report does not say which GPU a group has).
 //! - `unremovable_nodes_count{reason}`: upstream formats its `UnremovableReason` enum with `%v`,
-//!   which prints the enum's number; we expose the same numbers ([`unremovable_reason_code`]).
+//!   which prints the enum's number; we expose the same numbers ([`UnremovableReason::code`]).
 //! - `old_unregistered_nodes_removed_count` has no `_total` suffix upstream; an OpenMetrics
 //!   counter must have one, so it is exposed as a gauge that only ever grows, under the exact
 //!   upstream name.
@@ -34,9 +34,10 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range
 use prometheus_client::registry::Registry;
 
 use crate::config::AutoscalingOptions;
+use crate::control::registry::InstanceRemoval;
 use crate::control::{LoopReport, PodScalingReport};
 use crate::core::ClusterState;
-use crate::core::plan::ScaleUpResult;
+use crate::core::plan::{ScaleDownStatus, ScaleUpResult, UnremovableReason};
 use crate::core::readiness::is_being_deleted;
 
 type OneLabel = [(&'static str, String); 1];
@@ -109,35 +110,6 @@ pub const TRANSIENT_ERROR: &str = "transientError";
 /// `failed_scale_ups_total{reason}` for a failed `IncreaseSize`: upstream wraps the provider's
 /// error as a cloud provider error.
 const CLOUD_PROVIDER_ERROR: &str = "cloudProviderError";
-
-/// Upstream's `UnremovableReason` enum in declaration order; the label value is the position.
-const UNREMOVABLE_REASONS: [&str; 19] = [
-    "NoReason",
-    "ScaleDownDisabledAnnotation",
-    "ScaleDownUnreadyDisabled",
-    "NotAutoscaled",
-    "NotUnneededLongEnough",
-    "NotUnreadyLongEnough",
-    "NodeGroupMinSizeReached",
-    "NodeGroupMaxDeletionCountReached",
-    "AtomicScaleDownFailed",
-    "MinimalResourceLimitExceeded",
-    "CurrentlyBeingDeleted",
-    "NotUnderutilized",
-    "NotUnneededOtherReason",
-    "RecentlyUnremovable",
-    "NoPlaceToMovePods",
-    "BlockedByPod",
-    "UnexpectedError",
-    "NoNodeInfo",
-    "BlockedByOnCompletionPod",
-];
-
-/// The `unremovable_nodes_count{reason}` label value for one of upstream's `UnremovableReason`
-/// names: the enum's number, as upstream prints it. An unknown name is kept as it is.
-pub fn unremovable_reason_code(reason: &str) -> String {
-    UNREMOVABLE_REASONS.iter().position(|r| *r == reason).map_or_else(|| reason.to_string(), |i| i.to_string())
-}
 
 /// Upstream's cluster size for `cluster_cpu_current_cores` / `cluster_memory_current_bytes`:
 /// the capacity of every node not being deleted (a `ToBeDeletedByClusterAutoscaler` taint set
@@ -526,15 +498,15 @@ impl Metrics {
                 self.set_last_activity(Function::ScaleUp, time);
             }
             let scale_down = &plan.scale_down;
-            if scale_down.status != "Disabled" {
+            if scale_down.status != ScaleDownStatus::Disabled {
                 self.unneeded_nodes_count.set(scale_down.unneeded.len() as i64);
-                let in_cooldown = scale_down.status == "InCooldown";
+                let in_cooldown = scale_down.status == ScaleDownStatus::InCooldown;
                 self.scale_down_in_cooldown.set(i64::from(in_cooldown));
                 if !in_cooldown {
                     if let Some(time) = time {
                         self.set_last_activity(Function::ScaleDown, time);
                     }
-                    self.set_unremovable(scale_down.unremovable.iter().map(|n| n.reason.as_str()));
+                    self.set_unremovable(scale_down.unremovable.iter().map(|n| n.reason));
                 }
             }
         }
@@ -564,10 +536,10 @@ impl Metrics {
         self.pending_node_deletions.set(pending as i64);
     }
 
-    fn set_unremovable<'a>(&self, reasons: impl Iterator<Item = &'a str>) {
+    fn set_unremovable(&self, reasons: impl Iterator<Item = UnremovableReason>) {
         let mut counts: BTreeMap<String, i64> = BTreeMap::new();
         for reason in reasons {
-            *counts.entry(unremovable_reason_code(reason)).or_default() += 1;
+            *counts.entry(reason.code().to_string()).or_default() += 1;
         }
         let mut seen = self.unremovable_reasons_seen.lock().unwrap_or_else(|e| e.into_inner());
         // Upstream leaves a reason's last value in place when no node has it any more; a stale
@@ -602,13 +574,13 @@ impl Metrics {
         for (_, code) in codes {
             self.failed_scale_ups.get_or_create(&one("reason", code)).inc();
         }
-        for (_node, _group, reason) in &report.deleted {
-            self.scaled_down_nodes.get_or_create(&one("reason", reason)).inc();
+        for deleted in &report.deleted {
+            self.scaled_down_nodes.get_or_create(&one("reason", deleted.reason.as_str())).inc();
         }
         let evicted = report.evicted.len() as u64;
         self.evicted_pods.get_or_create(&one("eviction_result", "succeeded")).inc_by(evicted);
         let old_unregistered =
-            report.removed_instances.iter().filter(|(_, _, reason)| reason == "unregistered").count();
+            report.removed_instances.iter().filter(|(_, _, reason)| *reason == InstanceRemoval::Unregistered).count();
         self.old_unregistered_nodes_removed_count.inc_by(old_unregistered as i64);
     }
 

@@ -9,10 +9,10 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::metrics::unremovable_reason_code;
 use super::*;
 use crate::config::AutoscalingOptions;
-use crate::control::LoopReport;
+use crate::control::registry::InstanceRemoval;
+use crate::control::{DeletedNode, LoopReport, RemovalReason, StopReason};
 use crate::core::ClusterState;
 use crate::core::cluster_state::GroupState;
 use crate::core::plan::*;
@@ -39,7 +39,12 @@ fn plus(t: Timestamp, seconds: i64) -> Timestamp {
     t + SignedDuration::from_secs(seconds)
 }
 
-fn plan(scale_up: ScaleUpResult, scale_down_status: &str, unremovable: &[&str], unneeded: usize) -> Plan {
+fn plan(
+    scale_up: ScaleUpResult,
+    scale_down_status: ScaleDownStatus,
+    unremovable: &[UnremovableReason],
+    unneeded: usize,
+) -> Plan {
     let unneeded_node = |i: usize| UnneededNode {
         node: format!("u{i}"),
         node_group: "g1".into(),
@@ -79,7 +84,7 @@ fn plan(scale_up: ScaleUpResult, scale_down_status: &str, unremovable: &[&str], 
         },
         scale_up: ScaleUpPlan::empty(scale_up, "test"),
         scale_down: ScaleDownPlan {
-            status: scale_down_status.into(),
+            status: scale_down_status,
             message: String::new(),
             unneeded: (0..unneeded).map(unneeded_node).collect(),
             unremovable: unremovable
@@ -88,7 +93,7 @@ fn plan(scale_up: ScaleUpResult, scale_down_status: &str, unremovable: &[&str], 
                 .map(|(i, reason)| UnremovableNode {
                     node: format!("n{i}"),
                     node_group: Some("g1".into()),
-                    reason: reason.to_string(),
+                    reason: *reason,
                     utilization: None,
                     blocking_pod: None,
                     blocking_reason: None,
@@ -109,6 +114,10 @@ fn state() -> ClusterState {
     ClusterState { readiness: HashMap::new(), groups, ready: 4, unready: 1, not_started: 2, healthy: true }
 }
 
+fn deleted(node: &str, reason: RemovalReason) -> DeletedNode {
+    DeletedNode { node: node.into(), node_group: "g1".into(), reason }
+}
+
 fn report(plan: Option<Plan>) -> LoopReport {
     LoopReport {
         time: t0().to_string(),
@@ -126,11 +135,11 @@ fn report(plan: Option<Plan>) -> LoopReport {
             ("g1".into(), "i-1".into(), "OutOfResource".into()),
             ("g1".into(), "i-2".into(), "OutOfResource".into()),
         ],
-        removed_instances: vec![("g1".into(), "i-9".into(), "unregistered".into())],
+        removed_instances: vec![("g1".into(), "i-9".into(), InstanceRemoval::Unregistered)],
         deleted: vec![
-            ("n1".into(), "g1".into(), "empty".into()),
-            ("n2".into(), "g1".into(), "underutilized".into()),
-            ("n3".into(), "g1".into(), "underutilized".into()),
+            deleted("n1", RemovalReason::Empty),
+            deleted("n2", RemovalReason::Underutilized),
+            deleted("n3", RemovalReason::Underutilized),
         ],
         evicted: vec!["default/p1".into(), "default/p2".into()],
         ..Default::default()
@@ -190,7 +199,7 @@ fn unhealthy_cluster_is_not_safe_to_autoscale() {
     let mut unhealthy = state();
     unhealthy.healthy = false;
     let stopped =
-        LoopReport { stopped: Some("cluster is unhealthy".into()), time: t0().to_string(), ..Default::default() };
+        LoopReport { stopped: Some(StopReason::ClusterUnhealthy), time: t0().to_string(), ..Default::default() };
     metrics.record_loop(&stopped, &unhealthy, Duration::from_secs(1));
     let out = text(&metrics);
     assert_eq!(sample(&out, "cluster_autoscaler_cluster_safe_to_autoscale"), Some(0.0));
@@ -210,8 +219,8 @@ fn decision_gauges_come_from_the_plan() {
     metrics.set_limits(&options);
     let p = plan(
         ScaleUpResult::Successful,
-        "CandidatesPresent",
-        &["NotUnderutilized", "NotUnderutilized", "BlockedByPod"],
+        ScaleDownStatus::CandidatesPresent,
+        &[UnremovableReason::NotUnderutilized, UnremovableReason::NotUnderutilized, UnremovableReason::BlockedByPod],
         2,
     );
     metrics.record_loop(&report(Some(p)), &state(), Duration::from_secs(1));
@@ -242,7 +251,7 @@ fn max_nodes_count_without_a_total_limit_is_the_sum_of_group_maximums() {
     let metrics = Metrics::new();
     metrics.set_limits(&AutoscalingOptions::default());
     metrics.record_loop(
-        &report(Some(plan(ScaleUpResult::NotNeeded, "NoCandidates", &[], 0))),
+        &report(Some(plan(ScaleUpResult::NotNeeded, ScaleDownStatus::NoCandidates, &[], 0))),
         &state(),
         Duration::ZERO,
     );
@@ -252,7 +261,7 @@ fn max_nodes_count_without_a_total_limit_is_the_sum_of_group_maximums() {
 #[test]
 fn scale_down_in_cooldown_sets_the_gauge_and_records_no_scale_down_activity() {
     let metrics = Metrics::new();
-    let p = plan(ScaleUpResult::NotNeeded, "InCooldown", &["NotUnderutilized"], 1);
+    let p = plan(ScaleUpResult::NotNeeded, ScaleDownStatus::InCooldown, &[UnremovableReason::NotUnderutilized], 1);
     metrics.record_loop(&report(Some(p)), &state(), Duration::ZERO);
     let out = text(&metrics);
     assert_eq!(sample(&out, "cluster_autoscaler_scale_down_in_cooldown"), Some(1.0));
@@ -267,9 +276,9 @@ fn scale_down_in_cooldown_sets_the_gauge_and_records_no_scale_down_activity() {
 #[test]
 fn an_unremovable_reason_that_disappears_goes_back_to_zero() {
     let metrics = Metrics::new();
-    let first = plan(ScaleUpResult::NotNeeded, "NoCandidates", &["BlockedByPod"], 0);
+    let first = plan(ScaleUpResult::NotNeeded, ScaleDownStatus::NoCandidates, &[UnremovableReason::BlockedByPod], 0);
     metrics.record_loop(&report(Some(first)), &state(), Duration::ZERO);
-    let second = plan(ScaleUpResult::NotNeeded, "NoCandidates", &["NotAutoscaled"], 0);
+    let second = plan(ScaleUpResult::NotNeeded, ScaleDownStatus::NoCandidates, &[UnremovableReason::NotAutoscaled], 0);
     metrics.record_loop(&report(Some(second)), &state(), Duration::ZERO);
     let out = text(&metrics);
     assert_eq!(sample(&out, r#"cluster_autoscaler_unremovable_nodes_count{reason="15"}"#), Some(0.0));
@@ -278,11 +287,11 @@ fn an_unremovable_reason_that_disappears_goes_back_to_zero() {
 
 #[test]
 fn unremovable_reason_codes_follow_upstream_enum_order() {
-    assert_eq!(unremovable_reason_code("ScaleDownDisabledAnnotation"), "1");
-    assert_eq!(unremovable_reason_code("NotUnneededLongEnough"), "4");
-    assert_eq!(unremovable_reason_code("NoPlaceToMovePods"), "14");
-    assert_eq!(unremovable_reason_code("NoNodeInfo"), "17");
-    assert_eq!(unremovable_reason_code("SomethingNew"), "SomethingNew");
+    assert_eq!(UnremovableReason::ScaleDownDisabledAnnotation.code(), 1);
+    assert_eq!(UnremovableReason::NotUnneededLongEnough.code(), 4);
+    assert_eq!(UnremovableReason::NoPlaceToMovePods.code(), 14);
+    assert_eq!(UnremovableReason::NoNodeInfo.code(), 17);
+    assert_eq!(UnremovableReason::BlockedByOnCompletionPod.code(), 18);
 }
 
 #[test]

@@ -289,16 +289,7 @@ pub fn rows(timeline: &[TimelineEntry], clock: impl Fn(f64) -> String) -> Vec<Ro
                 );
             }
             "scaleDownBlocked" => {
-                let why = match s(d, "reason") {
-                    "ScaleDownDisabledAnnotation" => {
-                        "it carries the cluster-autoscaler.kubernetes.io/scale-down-disabled annotation".to_string()
-                    }
-                    "NotEnoughPdb" => format!(
-                        "evicting pod {} would break its PodDisruptionBudget",
-                        d.get("blockingPod").and_then(Value::as_str).unwrap_or("?")
-                    ),
-                    other => other.to_string(),
-                };
+                let why = s(d, "why");
                 push(
                     &mut rows,
                     Category::ScaleDown,

@@ -12,13 +12,15 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::metrics::{GroupInfo, Metrics, MetricsSummary, PodAutoscalerSeries};
+use super::metrics::{GroupInfo, KeptBy, Metrics, MetricsSummary, PodAutoscalerSeries};
 use super::scenario::{Action, Fault, ObjectRef, Scenario};
 use super::world::{self, World, WorldError};
 use crate::config::AutoscalingOptions;
 use crate::control::{Autoscaler, LoopReport, Parts};
+use crate::core::plan::UnremovableReason;
 use crate::memory::{MemoryClusterHandle, ObjectKey, ObjectKind};
-use crate::ports::{ClusterActions, ScaleTarget};
+use crate::ports::{ClusterActions, EventReason, ScaleTarget};
+use simulator::drainability::BlockingReason;
 
 /// One line of the `--events` timeline.
 #[derive(Clone, Debug, Serialize)]
@@ -99,7 +101,7 @@ fn event_details(e: &crate::ports::Event, source: &str) -> Value {
     json!({
         "involvedObject": {"kind": e.object.kind, "namespace": e.object.namespace, "name": e.object.name},
         "type": e.event_type.as_str(),
-        "reason": e.reason,
+        "reason": e.reason.as_str(),
         "message": e.message,
         "source": source,
     })
@@ -419,7 +421,7 @@ pub async fn run_observed(
     // One sample a minute for a day or two; fewer for longer runs (about 2,880 at most).
     let sample_every = Duration::from_secs((scenario.duration.as_secs() / 2880).max(60));
     let mut metrics = Metrics::new(start, groups, sample_every);
-    let mut last_kept: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
+    let mut last_kept: BTreeMap<String, KeptBy> = BTreeMap::new();
     let mut timeline = Timeline { start, entries: Vec::new(), keep: keep_timeline };
     let mut queue: Vec<Pending> = scenario
         .events
@@ -525,10 +527,10 @@ pub async fn run_observed(
             for n in &report.deletions_started {
                 timeline.push(now, "scaleDownStarted", json!({"node": n}));
             }
-            for (n, g, reason) in &report.deleted {
+            for d in &report.deleted {
                 counts.scale_downs += 1;
-                metrics.node_removed(g);
-                timeline.push(now, "nodeDeleted", json!({"node": n, "nodeGroup": g, "reason": reason}));
+                metrics.node_removed(&d.node_group);
+                timeline.push(now, "nodeDeleted", serde_json::to_value(d).unwrap_or_default());
             }
             for (n, why) in &report.deletion_failures {
                 counts.deletion_failures += 1;
@@ -536,7 +538,7 @@ pub async fn run_observed(
             }
             counts.evictions += report.evicted.len();
             for e in &report.events {
-                if e.reason == "TriggeredScaleUp"
+                if e.reason == EventReason::TriggeredScaleUp
                     && let Some(ns) = &e.object.namespace
                 {
                     metrics.capacity_requested(&format!("{ns}/{}", e.object.name), now);
@@ -550,8 +552,8 @@ pub async fn run_observed(
                 let mut kept = Vec::new();
                 for u in &plan.scale_down.unremovable {
                     let group = u.node_group.clone().unwrap_or_default();
-                    let why = match (u.reason.as_str(), u.blocking_reason.as_deref()) {
-                        ("ScaleDownDisabledAnnotation", _) => {
+                    let why = match (u.reason, u.blocking_reason) {
+                        (UnremovableReason::ScaleDownDisabledAnnotation, _) => {
                             let gpu = view
                                 .nodes
                                 .iter()
@@ -569,25 +571,27 @@ pub async fn run_observed(
                             };
                             node_utilization(&view, &u.node)
                                 .is_some_and(|used| used <= threshold)
-                                .then(|| ("ScaleDownDisabledAnnotation".to_string(), None))
+                                .then_some(KeptBy::DisabledAnnotation)
                         }
-                        (_, Some("NotEnoughPdb")) => Some(("NotEnoughPdb".to_string(), u.blocking_pod.clone())),
+                        (_, Some(BlockingReason::NotEnoughPdb)) => {
+                            u.blocking_pod.clone().map(|blocking_pod| KeptBy::PodDisruptionBudget { blocking_pod })
+                        }
                         // Rechecked later: still kept for the reason it had.
-                        ("RecentlyUnremovable", _) => last_kept.get(&u.node).cloned(),
+                        (UnremovableReason::RecentlyUnremovable, _) => last_kept.get(&u.node).cloned(),
                         _ => None,
                     };
-                    if let Some((reason, pod)) = why {
-                        if keep_timeline && last_kept.get(&u.node).map(|k| &k.0) != Some(&reason) {
+                    if let Some(kept_by) = why {
+                        if keep_timeline && last_kept.get(&u.node) != Some(&kept_by) {
                             timeline.push(
                                 now,
                                 "scaleDownBlocked",
-                                json!({"node": u.node, "nodeGroup": group, "reason": reason, "blockingPod": pod}),
+                                json!({"node": u.node, "nodeGroup": group, "why": kept_by.explain()}),
                             );
                         }
-                        kept.push((u.node.clone(), group, reason, pod));
+                        kept.push((u.node.clone(), group, kept_by));
                     }
                 }
-                last_kept = kept.iter().map(|(n, _, r, p)| (n.clone(), (r.clone(), p.clone()))).collect();
+                last_kept = kept.iter().map(|(n, _, k)| (n.clone(), k.clone())).collect();
                 metrics.kept_nodes(now, kept);
             }
             if let Some(plan) = &report.plan

@@ -272,17 +272,7 @@ pub fn page(o: &Outcome, baseline: Option<&Outcome>, hpa: Option<&HpaAwareCompar
 
     let mut kept = String::new();
     for k in &m.kept_nodes {
-        let why = match (k.reason.as_str(), &k.blocking_pod) {
-            ("ScaleDownDisabledAnnotation", _) => {
-                "it carries the <code>cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"</code> annotation"
-                    .to_string()
-            }
-            ("NotEnoughPdb", Some(pod)) => format!(
-                "evicting pod <code>{}</code> would break its PodDisruptionBudget (<code>NotEnoughPdb</code>)",
-                escape(pod)
-            ),
-            (reason, _) => escape(reason),
-        };
+        let why = escape(&k.kept_by.explain());
         let _ = write!(
             kept,
             "<li>Node <b>{}</b> ({}) stayed {} while underused, costing {:.2} {c}: {why}.</li>",

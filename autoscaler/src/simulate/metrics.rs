@@ -68,17 +68,41 @@ pub struct WorkloadPending {
     pub seconds: f64,
 }
 
+/// Why scale-down kept an underused node: the two protections the report explains.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason")]
+pub enum KeptBy {
+    /// The node carries `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`.
+    #[serde(rename = "ScaleDownDisabledAnnotation")]
+    DisabledAnnotation,
+    /// Evicting `blocking_pod` would leave its PodDisruptionBudget with too few pods.
+    #[serde(rename = "NotEnoughPdb", rename_all = "camelCase")]
+    PodDisruptionBudget { blocking_pod: String },
+}
+
+impl KeptBy {
+    /// The reason in words, for the summary, the report and the activity table.
+    pub fn explain(&self) -> String {
+        match self {
+            KeptBy::DisabledAnnotation => {
+                "it carries the cluster-autoscaler.kubernetes.io/scale-down-disabled=true annotation".to_string()
+            }
+            KeptBy::PodDisruptionBudget { blocking_pod } => {
+                format!("evicting pod {blocking_pod} would break its PodDisruptionBudget (NotEnoughPdb)")
+            }
+        }
+    }
+}
+
 /// A node that scale-down would have removed but something kept.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeptNode {
     pub node: String,
     pub node_group: String,
-    /// Upstream's reason name: `ScaleDownDisabledAnnotation` or `NotEnoughPdb`.
-    pub reason: String,
-    /// The pod whose PodDisruptionBudget allowed no disruption.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocking_pod: Option<String>,
+    /// Serialized as upstream's reason name (`reason`) and the blocking pod (`blockingPod`).
+    #[serde(flatten)]
+    pub kept_by: KeptBy,
     /// Hours it ran kept, under the scale-down utilization threshold.
     pub hours: f64,
     pub cost: f64,
@@ -300,23 +324,19 @@ impl Metrics {
 
     /// The nodes scale-down kept at this loop although they were underused: each is charged the
     /// time since the previous loop.
-    pub fn kept_nodes(&mut self, now: Timestamp, kept: Vec<(String, String, String, Option<String>)>) {
+    pub fn kept_nodes(&mut self, now: Timestamp, kept: Vec<(String, String, KeptBy)>) {
         let dt = self.last_loop.map_or(0.0, |last| seconds(last, now));
         self.last_loop = Some(now);
-        for (node, group, reason, blocking_pod) in kept {
+        for (node, group, kept_by) in kept {
             let price = self.groups.iter().find(|g| g.id == group).map_or(0.0, |g| g.price_per_hour);
             let entry = self.kept.entry(node.clone()).or_insert_with(|| KeptNode {
                 node,
                 node_group: group,
-                reason: reason.clone(),
-                blocking_pod: blocking_pod.clone(),
+                kept_by: kept_by.clone(),
                 hours: 0.0,
                 cost: 0.0,
             });
-            entry.reason = reason;
-            if blocking_pod.is_some() {
-                entry.blocking_pod = blocking_pod;
-            }
+            entry.kept_by = kept_by;
             entry.hours += dt / 3600.0;
             entry.cost += dt / 3600.0 * price;
         }

@@ -146,15 +146,7 @@ pub fn text(o: &Outcome) -> String {
         m.packing_efficiency * 100.0
     );
     for k in &m.kept_nodes {
-        let why = match (k.reason.as_str(), &k.blocking_pod) {
-            ("ScaleDownDisabledAnnotation", _) => {
-                "it carries cluster-autoscaler.kubernetes.io/scale-down-disabled=true".to_string()
-            }
-            ("NotEnoughPdb", Some(pod)) => {
-                format!("evicting pod {pod} would break its PodDisruptionBudget (NotEnoughPdb)")
-            }
-            (reason, _) => reason.to_string(),
-        };
+        let why = k.kept_by.explain();
         let _ = writeln!(
             out,
             "Scale-down blocked: node {} ({}) stayed {} while underused: {} ({:.2} {c}).",

@@ -11,7 +11,7 @@ use autoscaler::kube_adapter::{
     KubeActions, KubeActionsOptions, KubeClients, KubeCluster, KubeClusterOptions, KubeMetrics, wpa_crd_installed,
 };
 use autoscaler::leader::{ElectionOutcome, LeaderElector, LeaseConfig};
-use autoscaler::ports::{ClusterActions, ClusterReader, Event, EventType, ObjectRef, ScaleTarget};
+use autoscaler::ports::{ClusterActions, ClusterReader, Event, EventReason, EventType, ObjectRef, ScaleTarget};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec,
 };
@@ -238,7 +238,7 @@ async fn record() -> Vec<RequestRecord> {
     let on_node = Event {
         object: ObjectRef::node("n1"),
         event_type: EventType::Normal,
-        reason: "ScaleDown".into(),
+        reason: EventReason::ScaleDown,
         message: "m".into(),
     };
     actions.record_event(on_node.clone()).await.unwrap();
@@ -246,7 +246,7 @@ async fn record() -> Vec<RequestRecord> {
     let on_config_map = Event {
         object: ObjectRef::config_map(&namespace, &run.flags.status_config_map_name),
         event_type: EventType::Warning,
-        reason: "ScaleUpFailed".into(),
+        reason: EventReason::ScaleUpFailed,
         message: "m".into(),
     };
     actions.record_event(on_config_map).await.unwrap();

@@ -10,56 +10,8 @@ use simulator::well_known::SCALE_DOWN_DISABLED;
 use simulator::{ClusterSnapshot, NodeId};
 
 use super::{ScaleDownContext, registered_nodes, unremovable};
-use crate::core::plan::UnremovableNode;
+use crate::core::plan::{UnremovableNode, UnremovableReason};
 use crate::core::readiness::is_being_deleted;
-
-/// Upstream's `UnremovableReason` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnremovableReason {
-    ScaleDownDisabledAnnotation,
-    ScaleDownUnreadyDisabled,
-    NotAutoscaled,
-    NotUnneededLongEnough,
-    NotUnreadyLongEnough,
-    NodeGroupMinSizeReached,
-    NodeGroupMaxDeletionCountReached,
-    AtomicScaleDownFailed,
-    MinimalResourceLimitExceeded,
-    CurrentlyBeingDeleted,
-    NotUnderutilized,
-    NotUnneededOtherReason,
-    RecentlyUnremovable,
-    NoPlaceToMovePods,
-    BlockedByPod,
-    UnexpectedError,
-    NoNodeInfo,
-    BlockedByOnCompletionPod,
-}
-
-impl UnremovableReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ScaleDownDisabledAnnotation => "ScaleDownDisabledAnnotation",
-            Self::ScaleDownUnreadyDisabled => "ScaleDownUnreadyDisabled",
-            Self::NotAutoscaled => "NotAutoscaled",
-            Self::NotUnneededLongEnough => "NotUnneededLongEnough",
-            Self::NotUnreadyLongEnough => "NotUnreadyLongEnough",
-            Self::NodeGroupMinSizeReached => "NodeGroupMinSizeReached",
-            Self::NodeGroupMaxDeletionCountReached => "NodeGroupMaxDeletionCountReached",
-            Self::AtomicScaleDownFailed => "AtomicScaleDownFailed",
-            Self::MinimalResourceLimitExceeded => "MinimalResourceLimitExceeded",
-            Self::CurrentlyBeingDeleted => "CurrentlyBeingDeleted",
-            Self::NotUnderutilized => "NotUnderutilized",
-            Self::NotUnneededOtherReason => "NotUnneededOtherReason",
-            Self::RecentlyUnremovable => "RecentlyUnremovable",
-            Self::NoPlaceToMovePods => "NoPlaceToMovePods",
-            Self::BlockedByPod => "BlockedByPod",
-            Self::UnexpectedError => "UnexpectedError",
-            Self::NoNodeInfo => "NoNodeInfo",
-            Self::BlockedByOnCompletionPod => "BlockedByOnCompletionPod",
-        }
-    }
-}
 
 /// A node that passed eligibility.
 #[derive(Clone, Debug)]

@@ -28,7 +28,7 @@ use super::plan::{ScaleDownPlan, UnremovableNode};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
 
-pub use eligibility::UnremovableReason;
+pub use crate::core::plan::UnremovableReason;
 
 pub struct ScaleDownContext<'a> {
     pub view: &'a ClusterView,
@@ -49,7 +49,7 @@ pub struct ScaleDownContext<'a> {
 pub struct ScaleDownOutcome {
     pub plan: ScaleDownPlan,
     pub unneeded_since: HashMap<String, Timestamp>,
-    pub unremovable_until: HashMap<String, (Timestamp, String)>,
+    pub unremovable_until: HashMap<String, (Timestamp, UnremovableReason)>,
 }
 
 fn unremovable(
@@ -61,7 +61,7 @@ fn unremovable(
     UnremovableNode {
         node: node.to_string(),
         node_group: group.map(str::to_string),
-        reason: reason.as_str().to_string(),
+        reason,
         utilization,
         blocking_pod: None,
         blocking_reason: None,
@@ -80,21 +80,21 @@ pub fn plan_scale_down(ctx: ScaleDownContext, mut snapshot: ClusterSnapshot) -> 
     let mut unremovable_until = HashMap::new();
     for node in &simulated.unremovable {
         let until = ctx.now + ctx.options.unremovable_node_recheck_timeout;
-        unremovable_until.insert(node.node.clone(), (until, node.reason.clone()));
+        unremovable_until.insert(node.node.clone(), (until, node.reason));
     }
     // Keep earlier recheck deadlines for nodes skipped as recently unremovable.
     for node in &unremovable_nodes {
-        if node.reason == UnremovableReason::RecentlyUnremovable.as_str()
+        if node.reason == UnremovableReason::RecentlyUnremovable
             && let Some(entry) = ctx.memory.unremovable_until.get(&node.node)
         {
-            unremovable_until.insert(node.node.clone(), entry.clone());
+            unremovable_until.insert(node.node.clone(), *entry);
         }
     }
 
     let decided = removable::decide(&ctx, &simulated.removable);
     unremovable_nodes.extend(decided.unremovable);
     let plan = ScaleDownPlan {
-        status: decided.status.to_string(),
+        status: decided.status,
         message: decided.message,
         unneeded: decided.unneeded,
         unremovable: unremovable_nodes,

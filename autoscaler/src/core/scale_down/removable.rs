@@ -7,14 +7,14 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use simulator::NodeInfo;
 use simulator::resources::NVIDIA_GPU;
 
-use super::eligibility::UnremovableReason;
 use super::simulation::Removable;
 use super::{ScaleDownContext, unremovable};
 use crate::core::plan::{Deletions, UnneededNode, UnremovableNode, UtilizationSummary};
+use crate::core::plan::{ScaleDownStatus, UnremovableReason};
 use crate::core::scale_up::limits::node_delta;
 
 pub struct Decided {
-    pub status: &'static str,
+    pub status: ScaleDownStatus,
     pub message: String,
     pub unneeded: Vec<UnneededNode>,
     pub unremovable: Vec<UnremovableNode>,
@@ -86,7 +86,7 @@ fn in_cooldown(ctx: &ScaleDownContext) -> Option<&'static str> {
 
 pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
     let mut out = Decided {
-        status: "NoCandidates",
+        status: ScaleDownStatus::NoCandidates,
         message: String::new(),
         unneeded: Vec::new(),
         unremovable: Vec::new(),
@@ -181,9 +181,10 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
             || ready_per_group.get(r.group.as_str()).copied().unwrap_or(0) >= g.target_size
     });
 
-    out.status = if out.unneeded.is_empty() { "NoCandidates" } else { "CandidatesPresent" };
+    out.status =
+        if out.unneeded.is_empty() { ScaleDownStatus::NoCandidates } else { ScaleDownStatus::CandidatesPresent };
     if let Some(why) = in_cooldown(ctx) {
-        out.status = "InCooldown";
+        out.status = ScaleDownStatus::InCooldown;
         out.message = format!("scale-down is in cooldown: {why}");
         return out;
     }

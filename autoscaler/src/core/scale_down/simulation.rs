@@ -8,9 +8,10 @@ use simulator::scheduling::SearchHint;
 use simulator::utilization::UtilizationInfo;
 use simulator::{ClusterSnapshot, NodeId, NodeSet, PodInfo};
 
-use super::eligibility::{Candidate, UnremovableReason};
+use super::eligibility::Candidate;
 use super::{ScaleDownContext, unremovable};
 use crate::core::plan::UnremovableNode;
+use crate::core::plan::UnremovableReason;
 
 #[derive(Clone, Debug)]
 pub struct Removable {
@@ -53,7 +54,7 @@ pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, cand
                     Some(c.utilization.utilization),
                 );
                 u.blocking_pod = Some(blocked.pod.key.to_string());
-                u.blocking_reason = Some(blocked.reason.as_str().to_string());
+                u.blocking_reason = Some(blocked.reason);
                 out.unremovable.push(u);
                 continue;
             }

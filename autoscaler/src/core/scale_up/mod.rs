@@ -271,7 +271,7 @@ pub fn plan_scale_up(
     plan.expander_events = decision
         .events
         .iter()
-        .map(|e| ExpanderEventSummary { reason: e.reason.to_string(), message: e.message.clone(), warning: e.warning })
+        .map(|e| ExpanderEventSummary { reason: e.reason, message: e.message.clone(), warning: e.warning })
         .collect();
     let Some(best) = decision.chosen.map(|i| &options[i]) else {
         plan.message = "the expander chose no option".into();

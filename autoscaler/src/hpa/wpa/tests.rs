@@ -362,7 +362,7 @@ fn failed_rescale_keeps_the_previous_scale_time() {
     assert_eq!((d.outcome, d.rescale, d.desired_replicas), (WpaOutcome::RescaleFailed, false, 10));
     let failed = d.events.last().unwrap();
     assert_eq!(
-        (failed.reason.as_str(), failed.message.as_str()),
+        (failed.reason, failed.message.as_str()),
         ("FailedScale", "New size: 15; reason: queue{map[service:billing]} above target; error: conflict")
     );
     assert_eq!(condition(&d, "AbleToScale"), ("False", "FailedScale"));

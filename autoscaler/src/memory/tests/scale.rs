@@ -4,7 +4,9 @@ use k8s_openapi::api::core::v1::Taint;
 use simulator::testing::node;
 
 use super::*;
-use crate::ports::{Clock, ClusterActions, ClusterReader, Event, EventType, ObjectRef, PortError, Scale, ScaleTarget};
+use crate::ports::{
+    Clock, ClusterActions, ClusterReader, Event, EventReason, EventType, ObjectRef, PortError, Scale, ScaleTarget,
+};
 
 fn target(kind: &str, name: &str) -> ScaleTarget {
     ScaleTarget { api_version: "apps/v1".into(), kind: kind.into(), namespace: "default".into(), name: name.into() }
@@ -115,7 +117,7 @@ async fn ports_over_a_handle_read_and_act_on_the_cluster() {
     let event = Event {
         object: ObjectRef::node("n1"),
         event_type: EventType::Normal,
-        reason: "ScaleDown".into(),
+        reason: EventReason::ScaleDown,
         message: "node removed by cluster autoscaler".into(),
     };
     handle.record_event(event.clone()).await.unwrap();

@@ -108,6 +108,9 @@ impl RunningIaas {
         // their own: aborting the server alone would leave them serving); a busy one is cut.
         if tokio::time::timeout(std::time::Duration::from_secs(2), &mut self.task).await.is_err() {
             self.task.abort();
+            // `abort` only asks: the listener is closed once the cancelled task has been
+            // dropped, which awaiting it waits for.
+            let _ = (&mut self.task).await;
         }
     }
 }
