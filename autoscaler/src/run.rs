@@ -256,7 +256,11 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     let server = tokio::spawn(server.run(stopped(&stop_rx)));
 
     let watch_wpas = wpa_crd_installed(&clients.client).await;
-    let cluster_options = KubeClusterOptions { watch_wpas, ..KubeClusterOptions::new(&options.namespace) };
+    let cluster_options = KubeClusterOptions {
+        watch_wpas,
+        server: clients.server.clone(),
+        ..KubeClusterOptions::new(&options.namespace)
+    };
     let cluster = Arc::new(KubeCluster::start_with(clients.client.clone(), cluster_options));
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);

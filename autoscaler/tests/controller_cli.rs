@@ -37,3 +37,27 @@ fn periods_that_must_be_positive_are() {
         assert!(err.contains(name) && err.contains("must be positive"), "{flag}: {err}");
     }
 }
+
+#[test]
+fn an_unreachable_api_server_is_logged_with_its_url_and_the_cause() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    // A port nobody listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cluster-autoscaler"))
+        .args(["--leader-elect=false", "--address=127.0.0.1:0", "--cloud-provider=static", "--nodes=0:3:g"])
+        .arg(format!("--kubernetes={url}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cluster-autoscaler");
+    let stderr = child.stderr.take().unwrap();
+    // The first watch failure comes at once; the lines are read until it (or the end).
+    let line = BufReader::new(stderr).lines().map_while(Result::ok).find(|l| l.contains("watch failed"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("a watch failure was logged");
+    assert!(line.contains(&format!("server={url}/")), "{line}");
+    assert!(line.to_lowercase().contains("connection refused"), "{line}");
+}

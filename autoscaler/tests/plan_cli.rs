@@ -417,3 +417,33 @@ fn same_seed_gives_the_same_plan() {
     assert!(first.status.success(), "{}", stderr(&first));
     assert_eq!(first.stdout, second.stdout);
 }
+
+#[test]
+fn fields_unknown_to_this_version_in_a_kubectl_dump_warn_once_per_path_with_a_count() {
+    let mut objects = small_cluster();
+    for o in objects.iter_mut().filter(|o| o["kind"] == "Pod") {
+        o["spec"]["containers"][0]["resizePolicy2"] = json!([{"resourceName": "cpu"}]);
+    }
+    let f = files(&dump(&objects).to_string(), &groups().to_string());
+    let out = run(&plan_args(&f.snapshot, &f.config, &[]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("resizePolicy2")).collect();
+    assert_eq!(lines.len(), 1, "one line per field path: {err}");
+    assert!(
+        lines[0].contains("Pod field `spec.containers[].resizePolicy2`") && lines[0].contains("(2 objects)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_negative_request_in_a_dump_exits_2_naming_the_field() {
+    let mut objects = small_cluster();
+    objects.push(pod("default", "bad", "-1", "1Gi"));
+    let f = files(&dump(&objects).to_string(), &groups().to_string());
+    let out = run(&plan_args(&f.snapshot, &f.config, &[]));
+    assert_bad_input(
+        &out,
+        &["Pod default/bad", "spec.containers[0].resources.requests.cpu", "greater than or equal to 0"],
+    );
+}

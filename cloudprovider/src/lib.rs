@@ -21,6 +21,7 @@ pub mod duration;
 pub mod errors;
 pub mod instance;
 pub mod limits;
+pub mod objects;
 pub mod options;
 pub mod pricing;
 pub mod quantity;

@@ -12,7 +12,11 @@ use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, Spanned};
 
 /// A problem in a file: where and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}{}: {field}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+#[error(
+    "{file}{}: {}{message}",
+    line.map(|l| format!(":{l}")).unwrap_or_default(),
+    if field.is_empty() { String::new() } else { format!("{field}: ") }
+)]
 pub struct FileError {
     pub file: String,
     pub field: String,
@@ -42,10 +46,28 @@ pub fn from_str<T: DeserializeOwned>(text: &str, file: &str, spanned_keys: &[&st
         })
     })
     .map_err(|e| {
-        let message = DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
+        let message = plain(DefaultMessageFormatter.format_message(e.without_snippet()).as_ref());
         let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
         FileError::new(file, path.clone().unwrap_or_default(), line, message)
     })
+}
+
+/// The parser's words for a value of the wrong shape, in the user's words (`invalid u64` says
+/// what Rust wanted, not what to write).
+fn plain(message: &str) -> String {
+    let whole = |unsigned: bool| {
+        if unsigned { "expected a whole number, 0 or more" } else { "expected a whole number" }.to_string()
+    };
+    match message {
+        "invalid u8" | "invalid u16" | "invalid u32" | "invalid u64" | "invalid usize" => whole(true),
+        "invalid i8" | "invalid i16" | "invalid i32" | "invalid i64" | "invalid isize" => whole(false),
+        "invalid f32" | "invalid f64" => "expected a number".into(),
+        "invalid bool" => "expected true or false".into(),
+        "expected mapping start" => "expected a mapping (key: value lines)".into(),
+        "expected sequence start" => "expected a list".into(),
+        "expected string scalar" => "expected a string".into(),
+        other => other.to_string(),
+    }
 }
 
 fn render_path(path: &serde_path_to_error::Path, spanned_keys: &[&str]) -> String {
@@ -124,7 +146,15 @@ mod tests {
         assert_eq!(error.file, "groups.yaml");
         assert_eq!(error.field, "groups[0].maxSize");
         assert_eq!(error.line, Some(3));
-        assert!(error.to_string().starts_with("groups.yaml:3: groups[0].maxSize: "), "{error}");
+        assert_eq!(error.to_string(), "groups.yaml:3: groups[0].maxSize: expected a whole number, 0 or more");
+    }
+
+    #[test]
+    fn a_document_of_the_wrong_shape_says_so_without_an_empty_field() {
+        let error = from_str::<Doc>("- a\n- b\n", "g.yaml", &[]).unwrap_err();
+        assert_eq!(error.to_string(), "g.yaml:1: expected a mapping (key: value lines)");
+        let error = from_str::<Doc>("groups: 3\n", "g.yaml", &[]).unwrap_err();
+        assert_eq!(error.to_string(), "g.yaml:1: groups: expected a list");
     }
 
     #[test]

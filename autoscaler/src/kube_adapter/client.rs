@@ -58,6 +58,8 @@ pub struct KubeClients {
     /// Leader election only: no automatic retry (a renewal must not spend its deadline in the
     /// client's backoff) and a rate limiter of its own.
     pub lease_client: Client,
+    /// The API server's URL, for messages about it.
+    pub server: String,
 }
 
 impl std::fmt::Debug for KubeClients {
@@ -126,12 +128,14 @@ impl KubeClients {
     /// Builds the clients from one configuration; `qps <= 0` disables rate limiting.
     pub fn from_config(config: Config, qps: f32, burst: u32) -> Result<KubeClients, KubeClientError> {
         let bucket = TokenBucket::new(qps, burst);
+        let server = config.cluster_url.to_string();
         let mut no_retry = config.clone();
         no_retry.default_retry = false;
         Ok(KubeClients {
             client: build(config, bucket.clone())?,
             eviction_client: build(no_retry.clone(), bucket)?,
             lease_client: build(no_retry, TokenBucket::new(qps, burst))?,
+            server,
         })
     }
 }

@@ -35,11 +35,18 @@ pub struct KubeClusterOptions {
     pub sync_timeout: Duration,
     /// Watch WatermarkPodAutoscalers (only when the CRD exists: see `wpa_crd_installed`).
     pub watch_wpas: bool,
+    /// The API server's URL, named in the log when a watch fails.
+    pub server: String,
 }
 
 impl KubeClusterOptions {
     pub fn new(namespace: &str) -> Self {
-        KubeClusterOptions { namespace: namespace.into(), sync_timeout: Duration::from_secs(10), watch_wpas: false }
+        KubeClusterOptions {
+            namespace: namespace.into(),
+            sync_timeout: Duration::from_secs(10),
+            watch_wpas: false,
+            server: String::new(),
+        }
     }
 }
 
@@ -76,12 +83,13 @@ pub struct KubeCluster {
 }
 
 /// Spawns a reflector for `api` and returns its store.
-fn reflect<K>(api: Api<K>, config: watcher::Config, tasks: &mut Vec<JoinHandle<()>>) -> Store<K>
+fn reflect<K>(api: Api<K>, config: watcher::Config, server: &str, tasks: &mut Vec<JoinHandle<()>>) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store::<K>();
     let kind = K::kind(&()).to_string();
+    let server = server.to_string();
     let stream = watcher(api, config)
         .default_backoff()
         .modify(|object: &mut K| object.managed_fields_mut().clear())
@@ -90,7 +98,19 @@ where
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             if let Err(error) = event {
-                tracing::warn!(kind = %kind, error = %error, "watch failed; retrying with backoff");
+                // The whole chain: kube's own message stops at "client error (Connect)", the
+                // cause ("Connection refused", a certificate, DNS) is in its sources.
+                let mut cause = error.to_string();
+                let mut source = std::error::Error::source(&error);
+                while let Some(s) = source {
+                    // Wrappers repeat their source's words: each text once.
+                    let text = s.to_string();
+                    if !cause.contains(&text) {
+                        cause.push_str(&format!(": {text}"));
+                    }
+                    source = s.source();
+                }
+                tracing::warn!(kind = %kind, %server, error = %cause, "watch failed; retrying with backoff");
             }
         }
     }));
@@ -111,23 +131,28 @@ impl KubeCluster {
         let priority_config_map =
             all().fields(&format!("metadata.name={}", expander::priority::PRIORITY_CONFIG_MAP_NAME));
         KubeCluster {
-            nodes: reflect(Api::all(client.clone()), all(), &mut tasks),
-            pods: reflect(Api::all(client.clone()), all(), &mut tasks),
-            pdbs: reflect(Api::all(client.clone()), all(), &mut tasks),
-            daemonsets: reflect(Api::all(client.clone()), all(), &mut tasks),
-            replicasets: reflect(Api::all(client.clone()), all(), &mut tasks),
-            statefulsets: reflect(Api::all(client.clone()), all(), &mut tasks),
-            deployments: reflect(Api::all(client.clone()), all(), &mut tasks),
-            jobs: reflect(Api::all(client.clone()), all(), &mut tasks),
-            replication_controllers: reflect(Api::all(client.clone()), all(), &mut tasks),
-            config_maps: reflect(Api::namespaced(client.clone(), &options.namespace), priority_config_map, &mut tasks),
-            namespaces: reflect(Api::all(client.clone()), all(), &mut tasks),
-            hpas: reflect(Api::all(client.clone()), all(), &mut tasks),
-            persistent_volume_claims: reflect(Api::all(client.clone()), all(), &mut tasks),
-            persistent_volumes: reflect(Api::all(client.clone()), all(), &mut tasks),
-            storage_classes: reflect(Api::all(client.clone()), all(), &mut tasks),
-            csi_nodes: reflect(Api::all(client.clone()), all(), &mut tasks),
-            wpas: options.watch_wpas.then(|| reflect(Api::all(client), all(), &mut tasks)),
+            nodes: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            pods: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            pdbs: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            daemonsets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            replicasets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            statefulsets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            deployments: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            jobs: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            replication_controllers: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            config_maps: reflect(
+                Api::namespaced(client.clone(), &options.namespace),
+                priority_config_map,
+                &options.server,
+                &mut tasks,
+            ),
+            namespaces: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            hpas: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            persistent_volume_claims: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            persistent_volumes: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            storage_classes: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            csi_nodes: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            wpas: options.watch_wpas.then(|| reflect(Api::all(client), all(), &options.server, &mut tasks)),
             tasks: Mutex::new(tasks),
             sync_timeout: options.sync_timeout,
         }

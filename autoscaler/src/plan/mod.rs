@@ -157,7 +157,7 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
         snapshot::normalize(&mut view);
         (view, None)
     };
-    for warning in &seen.warnings {
+    for warning in seen.all_warnings() {
         eprintln!("warning: {warning}");
     }
     let now = match &args.now {
@@ -239,7 +239,11 @@ impl LiveCluster {
         };
         let clients = KubeClients::connect(&client_options).await.map_err(|e| PlanError::Cluster(e.to_string()))?;
         let watch_wpas = wpa_crd_installed(&clients.client).await;
-        let cluster_options = KubeClusterOptions { watch_wpas, ..KubeClusterOptions::new(&options.namespace) };
+        let cluster_options = KubeClusterOptions {
+            watch_wpas,
+            server: clients.server.clone(),
+            ..KubeClusterOptions::new(&options.namespace)
+        };
         let cluster = KubeCluster::start_with(clients.client.clone(), cluster_options);
         let deadline = tokio::time::Instant::now() + Self::SYNC_DEADLINE;
         let view = loop {

@@ -12,6 +12,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use cloudprovider::objects::{self, ObjectError, refused_value};
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::de::DeserializeOwned;
@@ -44,6 +45,22 @@ pub struct Seen {
     objects: HashMap<(String, String, String, String), (String, Value)>,
     /// The warnings about identical copies, one per copy.
     pub warnings: Vec<String>,
+    /// (file, kind, field path without indices) → how many objects have that unknown field.
+    unknown_fields: BTreeMap<(String, String, String), usize>,
+}
+
+impl Seen {
+    /// Every warning: the identical copies, then one line per unknown field with its count.
+    pub fn all_warnings(&self) -> Vec<String> {
+        let mut out = self.warnings.clone();
+        for ((file, kind, path), count) in &self.unknown_fields {
+            let objects = if *count == 1 { "object" } else { "objects" };
+            out.push(format!(
+                "{file}: {kind} field `{path}` is not known to this version and was ignored ({count} {objects})"
+            ));
+        }
+        out
+    }
 }
 
 /// Reads one snapshot source (`-` for stdin) into the view (and metric lists into `metrics`).
@@ -135,13 +152,25 @@ fn describe(obj: &Value, position: &str) -> String {
     }
 }
 
-fn typed<T: DeserializeOwned>(obj: Value, file: &str, item: &str) -> Result<Arc<T>, SnapshotError> {
-    serde_path_to_error::deserialize(obj).map(Arc::new).map_err(|e| SnapshotError::Object {
+/// A dump comes from an API server that may be newer than our types: fields they do not know are
+/// counted (and reported once per field), not refused. Values the API server would have refused
+/// are refused.
+fn typed<T: DeserializeOwned>(obj: Value, seen: &mut Seen, file: &str, item: &str) -> Result<Arc<T>, SnapshotError> {
+    let error = |e: ObjectError| SnapshotError::Object {
         file: file.into(),
         item: item.into(),
-        field: e.path().to_string(),
-        message: e.inner().to_string(),
-    })
+        field: e.path,
+        message: e.message,
+    };
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(e) = refused_value(&kind, &obj) {
+        return Err(error(e));
+    }
+    let read = objects::read::<T>(obj).map_err(error)?;
+    for path in read.unknown_fields {
+        *seen.unknown_fields.entry((file.to_string(), kind.clone(), objects::path_pattern(&path))).or_default() += 1;
+    }
+    Ok(Arc::new(read.object))
 }
 
 fn add_object(
@@ -183,50 +212,52 @@ fn add_object(
     }
     match (group, kind.as_str()) {
         ("", "Node") => {
-            let node: Arc<Node> = typed(obj, file, &item)?;
+            let node: Arc<Node> = typed(obj, seen, file, &item)?;
             check_quantities(node_quantities(&node), file, &item)?;
             view.nodes.push(node);
         }
         ("", "Pod") => {
-            let pod: Arc<Pod> = typed(obj, file, &item)?;
+            let pod: Arc<Pod> = typed(obj, seen, file, &item)?;
             check_quantities(pod_quantities(&pod), file, &item)?;
             view.pods.push(pod);
         }
         ("", "PersistentVolumeClaim") => {
-            let claim: Arc<PersistentVolumeClaim> = typed(obj, file, &item)?;
+            let claim: Arc<PersistentVolumeClaim> = typed(obj, seen, file, &item)?;
             let requests = claim.spec.as_ref().and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref());
             check_quantities(vec![("spec.resources.requests".into(), requests)], file, &item)?;
             view.persistent_volume_claims.push(claim);
             view.volumes_observed = true;
         }
         ("", "PersistentVolume") => {
-            let volume: Arc<PersistentVolume> = typed(obj, file, &item)?;
+            let volume: Arc<PersistentVolume> = typed(obj, seen, file, &item)?;
             let capacity = volume.spec.as_ref().and_then(|s| s.capacity.as_ref());
             check_quantities(vec![("spec.capacity".into(), capacity)], file, &item)?;
             view.persistent_volumes.push(volume);
             view.volumes_observed = true;
         }
         ("storage.k8s.io", "StorageClass") => {
-            view.storage_classes.push(typed(obj, file, &item)?);
+            view.storage_classes.push(typed(obj, seen, file, &item)?);
             view.volumes_observed = true;
         }
         ("storage.k8s.io", "CSINode") => {
-            view.csi_nodes.push(typed(obj, file, &item)?);
+            view.csi_nodes.push(typed(obj, seen, file, &item)?);
             view.volumes_observed = true;
         }
-        ("", "ReplicationController") => view.replication_controllers.push(typed(obj, file, &item)?),
-        ("", "ConfigMap") => view.config_maps.push(typed(obj, file, &item)?),
-        ("", "Namespace") => view.namespaces.push(typed(obj, file, &item)?),
-        ("policy", "PodDisruptionBudget") if api_version == "policy/v1" => view.pdbs.push(typed(obj, file, &item)?),
-        ("apps", "DaemonSet") => view.daemonsets.push(typed(obj, file, &item)?),
-        ("apps", "ReplicaSet") => view.replicasets.push(typed(obj, file, &item)?),
-        ("apps", "StatefulSet") => view.statefulsets.push(typed(obj, file, &item)?),
-        ("apps", "Deployment") => view.deployments.push(typed(obj, file, &item)?),
-        ("batch", "Job") => view.jobs.push(typed(obj, file, &item)?),
-        ("autoscaling", "HorizontalPodAutoscaler") if api_version == "autoscaling/v2" => {
-            view.hpas.push(typed(obj, file, &item)?)
+        ("", "ReplicationController") => view.replication_controllers.push(typed(obj, seen, file, &item)?),
+        ("", "ConfigMap") => view.config_maps.push(typed(obj, seen, file, &item)?),
+        ("", "Namespace") => view.namespaces.push(typed(obj, seen, file, &item)?),
+        ("policy", "PodDisruptionBudget") if api_version == "policy/v1" => {
+            view.pdbs.push(typed(obj, seen, file, &item)?)
         }
-        ("datadoghq.com", "WatermarkPodAutoscaler") => view.wpas.push(typed(obj, file, &item)?),
+        ("apps", "DaemonSet") => view.daemonsets.push(typed(obj, seen, file, &item)?),
+        ("apps", "ReplicaSet") => view.replicasets.push(typed(obj, seen, file, &item)?),
+        ("apps", "StatefulSet") => view.statefulsets.push(typed(obj, seen, file, &item)?),
+        ("apps", "Deployment") => view.deployments.push(typed(obj, seen, file, &item)?),
+        ("batch", "Job") => view.jobs.push(typed(obj, seen, file, &item)?),
+        ("autoscaling", "HorizontalPodAutoscaler") if api_version == "autoscaling/v2" => {
+            view.hpas.push(typed(obj, seen, file, &item)?)
+        }
+        ("datadoghq.com", "WatermarkPodAutoscaler") => view.wpas.push(typed(obj, seen, file, &item)?),
         ("", "") if obj.get("metadata").is_none() => {
             return Err(SnapshotError::Object {
                 file: file.into(),

@@ -67,8 +67,9 @@ pub struct Outcome {
 pub enum SimulateError {
     #[error("{0}")]
     World(#[from] WorldError),
-    #[error("at {at}: {message}")]
-    Event { at: String, message: String },
+    /// `place` is the event's file, line and index.
+    #[error("{place}: {message}")]
+    Event { place: String, message: String },
     #[error("the autoscaler failed: {0}")]
     Loop(String),
 }
@@ -368,8 +369,7 @@ pub async fn run_observed(
     let wall = Instant::now();
     let options: AutoscalingOptions = world::options(&scenario.flags, extra_flags)?;
     let world = world::build(scenario, &options)?;
-    let loads = super::load::parse_loads(&scenario.loads)
-        .map_err(|message| WorldError::Invalid { field: "loads".into(), message })?;
+    let loads = scenario.loads.clone();
     let has_pod_autoscalers = !loads.is_empty()
         || scenario.objects.iter().any(|o| o.get("kind").and_then(Value::as_str) == Some("HorizontalPodAutoscaler"))
         || scenario.events.iter().any(|e| matches!(&e.action, Action::Create(o) if o.get("kind").and_then(Value::as_str) == Some("HorizontalPodAutoscaler")));
@@ -443,7 +443,7 @@ pub async fn run_observed(
             world.handle.lock().advance(now);
             let (details, follow_ups) = apply(&p.action, &world, &world.handle, now, p.index)
                 .await
-                .map_err(|message| SimulateError::Event { at: format!("events[{}]", p.index), message })?;
+                .map_err(|message| SimulateError::Event { place: scenario.events[p.index].place.clone(), message })?;
             timeline.push(now, if p.step { "rampStep" } else { "scenario" }, details);
             for f in follow_ups {
                 let pos = queue.partition_point(|q| q.at <= f.at);

@@ -94,44 +94,46 @@ enum Load {
 }
 
 /// Parses the scenario's `loads` entries; errors name the entry and field.
-pub fn parse_loads(values: &[Value]) -> Result<Vec<LoadSpec>, String> {
-    let mut out = Vec::new();
-    for (i, v) in values.iter().enumerate() {
-        let raw: RawLoad = serde_path_to_error::deserialize(v.clone())
-            .map_err(|e| format!("loads[{i}].{}: {}", e.path(), e.inner()))?;
-        let mut points = Vec::new();
-        for (j, p) in raw.trace.iter().enumerate() {
-            let at = parse_go_duration(&p.at).map_err(|m| format!("loads[{i}].trace[{j}].at: {m}"))?;
-            points.push((at, p.value));
+/// Reads one `loads` entry. An error is (the field inside the entry, what is wrong); the
+/// scenario reader adds the file, the line and `loads[i]`.
+pub fn parse_load(v: &Value) -> Result<LoadSpec, (String, String)> {
+    let raw: RawLoad =
+        serde_path_to_error::deserialize(v.clone()).map_err(|e| (e.path().to_string(), e.inner().to_string()))?;
+    let mut points = Vec::new();
+    for (j, p) in raw.trace.iter().enumerate() {
+        let at = parse_go_duration(&p.at).map_err(|m| (format!("trace[{j}].at"), m))?;
+        if !p.value.is_finite() || p.value < 0.0 {
+            return Err((format!("trace[{j}].value"), "must be a non-negative number".into()));
         }
-        if points.is_empty() {
-            return Err(format!("loads[{i}].trace: needs at least one point"));
-        }
-        points.sort_by_key(|p| p.0);
-        let trace = Trace(points);
-        let load = match (raw.target, raw.external) {
-            (Some(t), None) => {
-                let cost = raw.cost_per_unit.as_deref().unwrap_or("1m");
-                let cost = parse_milli(cost).map_err(|e| format!("loads[{i}].costPerUnit: {e}"))? as f64;
-                Load::Cpu {
-                    target: ScaleTarget {
-                        api_version: "apps/v1".into(),
-                        kind: t.kind,
-                        namespace: t.namespace,
-                        name: t.name,
-                    },
-                    cost_milli_per_unit: cost,
-                    trace,
-                }
-            }
-            (None, Some(e)) => {
-                Load::External { metric: e.metric_name, namespace: e.namespace, labels: e.labels, trace }
-            }
-            _ => return Err(format!("loads[{i}]: needs exactly one of target or external")),
-        };
-        out.push(LoadSpec(load));
+        points.push((at, p.value));
     }
-    Ok(out)
+    if points.is_empty() {
+        return Err(("trace".into(), "needs at least one point".into()));
+    }
+    points.sort_by_key(|p| p.0);
+    let trace = Trace(points);
+    let load = match (raw.target, raw.external) {
+        (Some(t), None) => {
+            let cost = raw.cost_per_unit.as_deref().unwrap_or("1m");
+            let cost = parse_milli(cost).map_err(|e| ("costPerUnit".to_string(), e.to_string()))?;
+            if cost <= 0 {
+                return Err(("costPerUnit".into(), "must be positive".into()));
+            }
+            Load::Cpu {
+                target: ScaleTarget {
+                    api_version: "apps/v1".into(),
+                    kind: t.kind,
+                    namespace: t.namespace,
+                    name: t.name,
+                },
+                cost_milli_per_unit: cost as f64,
+                trace,
+            }
+        }
+        (None, Some(e)) => Load::External { metric: e.metric_name, namespace: e.namespace, labels: e.labels, trace },
+        _ => return Err((String::new(), "needs exactly one of target or external".into())),
+    };
+    Ok(LoadSpec(load))
 }
 
 /// One parsed `loads` entry.
@@ -275,12 +277,12 @@ mod tests {
 
     #[test]
     fn load_entries_need_a_target_or_an_external_metric() {
-        let err = parse_loads(&[serde_json::json!({"trace": [{"at": "0s", "value": 1}]})]).unwrap_err();
-        assert!(err.contains("loads[0]"), "{err}");
-        let err = parse_loads(&[
-            serde_json::json!({"target": {"kind": "Deployment", "name": "w"}, "trace": [{"at": "soon", "value": 1}]}),
-        ])
+        let err = parse_load(&serde_json::json!({"trace": [{"at": "0s", "value": 1}]})).unwrap_err();
+        assert_eq!(err.0, "");
+        let err = parse_load(
+            &serde_json::json!({"target": {"kind": "Deployment", "name": "w"}, "trace": [{"at": "soon", "value": 1}]}),
+        )
         .unwrap_err();
-        assert!(err.contains("loads[0].trace[0].at"), "{err}");
+        assert_eq!(err.0, "trace[0].at");
     }
 }

@@ -44,6 +44,8 @@ use cloudprovider::duration::parse_go_duration;
 use cloudprovider::yaml::{FileError, line_of, normalize_quantities};
 use cloudprovider_memory::file::{self as memory_file, GroupFileSpec, RawGroup};
 
+use super::world::{self, WorldError};
+
 /// A problem in a scenario file: file, line, field and message.
 pub type ScenarioError = FileError;
 
@@ -187,6 +189,9 @@ pub enum Action {
 pub struct ScenarioEvent {
     pub at: Duration,
     pub action: Action,
+    /// Where it was written (`day.yaml:231: events[4]`), for errors found while it runs (a
+    /// target that does not exist at that time).
+    pub place: String,
 }
 
 #[derive(Clone, Debug)]
@@ -210,7 +215,7 @@ pub struct Scenario {
     pub objects: Vec<Value>,
     pub events: Vec<ScenarioEvent>,
     /// Load traces for workloads with pod autoscalers (read by `hpa` support).
-    pub loads: Vec<Value>,
+    pub loads: Vec<super::load::LoadSpec>,
 }
 
 /// Keys whose values are `Spanned` (they show up as an extra `value` segment in error paths).
@@ -239,6 +244,7 @@ fn line<T>(s: &Spanned<T>) -> Option<u64> {
 
 struct Ctx<'a> {
     file: &'a str,
+    text: &'a str,
 }
 
 impl Ctx<'_> {
@@ -263,7 +269,7 @@ fn deserialize<T: serde::de::DeserializeOwned>(ctx: &Ctx, text: &str) -> Result<
 
 /// Parses and validates a scenario.
 pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let ctx = Ctx { file };
+    let ctx = Ctx { file, text };
     let raw: RawScenario = deserialize(&ctx, text)?;
     let start = match &raw.start {
         Some(s) => s.value.parse::<Timestamp>().map_err(|_| ctx.err("start", line(s), "not an RFC 3339 time"))?,
@@ -292,6 +298,13 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         if !f.value.starts_with("--") {
             return Err(ctx.err(format!("flags[{i}]"), line(f), "flags are written --name=value"));
         }
+        // Each flag alone first, so that the error points at its line.
+        if let Err(e) = world::options(std::slice::from_ref(&f.value), &[]) {
+            return Err(ctx.err(format!("flags[{i}]"), line(f), e.to_string()));
+        }
+    }
+    if let Err(e) = world::options(&flags, &[]) {
+        return Err(ctx.err("flags", raw.flags.first().and_then(line), e.to_string()));
     }
     let cluster = raw.cluster.unwrap_or_default();
     let opt_duration =
@@ -303,9 +316,10 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     };
     let groups = memory_file::parse_groups(file, raw.node_groups)?;
     let mut objects = Vec::new();
+    let object_lines: Vec<Option<u64>> = raw.objects.iter().map(line).collect();
     for (i, o) in raw.objects.into_iter().enumerate() {
-        check_object(&ctx, &format!("objects[{i}]"), &o)?;
-        objects.push(normalize_quantities(o.value));
+        let until = object_lines.get(i + 1).copied().flatten();
+        objects.push(check_object(&ctx, &format!("objects[{i}]"), o, until)?);
     }
     let mut events = Vec::new();
     for (i, e) in raw.events.into_iter().enumerate() {
@@ -315,19 +329,23 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
             return Err(ctx.err(field("at"), line(&e.at), "is after the end of the scenario"));
         }
         let mut actions = Vec::new();
+        // A replica count the API server would refuse is refused, never clamped.
+        let replicas = |f: &str, n: i32, l: Option<u64>| {
+            if n < 0 { Err(ctx.err(field(f), l, format!("{n}: must be greater than or equal to 0"))) } else { Ok(n) }
+        };
         if let Some(s) = e.scale {
+            let replicas = replicas("scale.replicas", s.value.replicas, line(&s))?;
             let s = s.value;
-            actions
-                .push(Action::Scale { target: object_ref(s.kind, s.namespace, s.name), replicas: s.replicas.max(0) });
+            actions.push(Action::Scale { target: object_ref(s.kind, s.namespace, s.name), replicas });
         }
         if let Some(r) = e.ramp {
             let over = parse_go_duration(&r.value.over).map_err(|m| ctx.err(field("ramp.over"), line(&r), m))?;
+            let to = replicas("ramp.to", r.value.to, line(&r))?;
             let r = r.value;
-            actions.push(Action::Ramp { target: object_ref(r.kind, r.namespace, r.name), to: r.to.max(0), over });
+            actions.push(Action::Ramp { target: object_ref(r.kind, r.namespace, r.name), to, over });
         }
         if let Some(c) = e.create {
-            check_object(&ctx, &field("create"), &c)?;
-            actions.push(Action::Create(normalize_quantities(c.value)));
+            actions.push(Action::Create(check_object(&ctx, &field("create"), c, None)?));
         }
         if let Some(d) = e.delete {
             let d = d.value;
@@ -378,9 +396,21 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
                 "each event needs exactly one of scale, ramp, create, delete, fault, annotateNode",
             ));
         }
-        events.push(ScenarioEvent { at, action: actions.remove(0) });
+        let place = match line(&e.at) {
+            Some(l) => format!("{file}:{l}: events[{i}]"),
+            None => format!("{file}: events[{i}]"),
+        };
+        events.push(ScenarioEvent { at, action: actions.remove(0), place });
     }
     events.sort_by_key(|e| e.at);
+    let mut loads = Vec::new();
+    for (i, l) in raw.loads.iter().enumerate() {
+        let load = super::load::parse_load(&l.value).map_err(|(path, message)| {
+            let field = if path.is_empty() { format!("loads[{i}]") } else { format!("loads[{i}].{path}") };
+            ctx.err(field, line(l), message)
+        })?;
+        loads.push(load);
+    }
     Ok(Scenario {
         name: raw.name.unwrap_or_else(|| file.to_string()),
         start,
@@ -392,20 +422,52 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         groups,
         objects,
         events,
-        loads: raw.loads.into_iter().map(|l| l.value).collect(),
+        loads,
     })
 }
 
-fn check_object(ctx: &Ctx, field: &str, o: &Spanned<Value>) -> Result<(), ScenarioError> {
+/// Checks an object of the scenario as the API server would (and strictly: a field its type
+/// does not know is an error) and returns it with its quantities normalized. Errors point at
+/// the line of the field when it can be found before `until` (the next object), else at the
+/// object's first line.
+fn check_object(ctx: &Ctx, field: &str, o: Spanned<Value>, until: Option<u64>) -> Result<Value, ScenarioError> {
     let kind = o.value.get("kind").and_then(Value::as_str);
     let name = o.value.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str);
     if kind.is_none() {
-        return Err(ctx.err(format!("{field}.kind"), line(o), "missing"));
+        return Err(ctx.err(format!("{field}.kind"), line(&o), "missing"));
     }
     if name.is_none() {
-        return Err(ctx.err(format!("{field}.metadata.name"), line(o), "missing"));
+        return Err(ctx.err(format!("{field}.metadata.name"), line(&o), "missing"));
     }
-    Ok(())
+    let value = normalize_quantities(o.value.clone());
+    match world::scenario_object(value.clone(), field) {
+        Ok(_) => Ok(value),
+        Err(WorldError::Invalid { field: path, message }) => {
+            let key = path.rsplit('.').next().unwrap_or_default().split('[').next().unwrap_or_default();
+            let at = key_line(ctx.text, line(&o), until, key).or(line(&o));
+            Err(ctx.err(path, at, message))
+        }
+        Err(other) => Err(ctx.err(field, line(&o), other.to_string())),
+    }
+}
+
+/// The first line in `[from, until)` where `key` is written as a mapping key (`key:`), if any.
+fn key_line(text: &str, from: Option<u64>, until: Option<u64>, key: &str) -> Option<u64> {
+    let from = from?;
+    if key.is_empty() {
+        return None;
+    }
+    let pattern = format!("{key}:");
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i as u64 + 1, l))
+        .skip_while(|(n, _)| *n < from)
+        .take_while(|(n, _)| until.is_none_or(|u| *n < u))
+        .find(|(_, l)| {
+            l.match_indices(&pattern)
+                .any(|(at, _)| l[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_')))
+        })
+        .map(|(n, _)| n)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use clap::Parser;
+use cloudprovider::objects::{ObjectError, read_strict, refused_value};
 use cloudprovider_memory::file::provider_config;
 use cloudprovider_memory::{MemoryCloudProvider, SharedTime};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 use super::scenario::Scenario;
 use crate::config::{AutoscalingOptions, DecisionFlags};
+use crate::hpa::wpa::WatermarkPodAutoscaler;
 use crate::memory::{ClusterObject, MemoryCluster, MemoryClusterConfig, MemoryClusterHandle, VirtualClock};
 
 #[derive(Debug, thiserror::Error)]
@@ -41,14 +43,24 @@ pub fn options(scenario_flags: &[String], extra: &[String]) -> Result<Autoscalin
     let overridden: Vec<String> = extra.iter().map(|f| name(f)).collect();
     let mut args: Vec<String> = scenario_flags.iter().filter(|f| !overridden.contains(&name(f))).cloned().collect();
     args.extend(extra.iter().cloned());
-    let parsed = FlagsOnly::try_parse_from(&args)
-        .map_err(|e| WorldError::Flags(format!("flags: {}", e.render().to_string().trim())))?;
-    AutoscalingOptions::from_flags(&parsed.flags).map_err(|e| WorldError::Flags(format!("flags: {e}")))
+    // clap's own rendering starts with `error: ` and ends with a hint about --help: the caller
+    // says where the flag was written, so only the sentence in between is kept.
+    let parsed = FlagsOnly::try_parse_from(&args).map_err(|e| {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        WorldError::Flags(first.strip_prefix("error: ").unwrap_or(first).trim().to_string())
+    })?;
+    AutoscalingOptions::from_flags(&parsed.flags).map_err(|e| WorldError::Flags(e.to_string()))
 }
 
+/// A scenario is written by hand: a field the object's type does not know is a typo, and a value
+/// the API server would refuse (a negative request or replica count) is refused.
 fn typed<T: DeserializeOwned>(v: Value, field: &str) -> Result<T, WorldError> {
-    serde_path_to_error::deserialize(v)
-        .map_err(|e| WorldError::Invalid { field: format!("{field}.{}", e.path()), message: e.inner().to_string() })
+    let invalid = |e: ObjectError| WorldError::Invalid { field: format!("{field}.{}", e.path), message: e.message };
+    if let Some(e) = refused_value(v.get("kind").and_then(Value::as_str).unwrap_or(""), &v) {
+        return Err(invalid(e));
+    }
+    read_strict(v).map_err(invalid)
 }
 
 /// A Kubernetes object of a scenario, by kind.
@@ -83,6 +95,21 @@ pub fn cluster_object(v: Value, field: &str) -> Result<ClusterObject, WorldError
     })
 }
 
+/// An object of a scenario's `objects` (or `create` events).
+pub enum ScenarioObject {
+    Cluster(Box<ClusterObject>),
+    /// WatermarkPodAutoscalers are the pod autoscalers' own objects, not the cluster's.
+    Wpa(Box<WatermarkPodAutoscaler>),
+}
+
+/// Reads (and so validates) an object of a scenario.
+pub fn scenario_object(v: Value, field: &str) -> Result<ScenarioObject, WorldError> {
+    if v.get("kind").and_then(Value::as_str) == Some("WatermarkPodAutoscaler") {
+        return Ok(ScenarioObject::Wpa(Box::new(typed(v, field)?)));
+    }
+    Ok(ScenarioObject::Cluster(Box::new(cluster_object(v, field)?)))
+}
+
 /// The cloud, the cluster and the ports the autoscaler uses.
 pub struct World {
     pub time: SharedTime,
@@ -111,12 +138,12 @@ pub fn build(scenario: &Scenario, options: &AutoscalingOptions) -> Result<World,
     let mut cluster = MemoryCluster::new(cluster_config, time.clone(), Some(cloud.clone()));
     for (i, o) in scenario.objects.iter().enumerate() {
         let field = format!("objects[{i}]");
-        if o.get("kind").and_then(Value::as_str) == Some("WatermarkPodAutoscaler") {
-            cluster.apply_wpa(typed(o.clone(), &field)?);
-            continue;
+        match scenario_object(o.clone(), &field)? {
+            ScenarioObject::Wpa(wpa) => cluster.apply_wpa(*wpa),
+            ScenarioObject::Cluster(object) => {
+                cluster.apply(*object).map_err(|e| WorldError::Invalid { field, message: e.to_string() })?;
+            }
         }
-        let object = cluster_object(o.clone(), &field)?;
-        cluster.apply(object).map_err(|e| WorldError::Invalid { field, message: e.to_string() })?;
     }
     let handle = Arc::new(MemoryClusterHandle::new(cluster));
     let clock = Arc::new(VirtualClock::new(time.clone()));

@@ -19,6 +19,7 @@
 use std::time::Duration;
 
 use cloudprovider::duration::parse_go_duration;
+use cloudprovider::objects::{ObjectError, read_strict, refused_value};
 use cloudprovider::yaml::{FileError, line_of, normalize_quantities};
 use cloudprovider::{NodeGroupAutoscalingOptions, NodeGroupOptionOverrides, NodeTemplate};
 use k8s_openapi::api::core::v1::Node;
@@ -140,10 +141,14 @@ pub fn parse_groups(file: &str, raw_groups: Vec<RawGroup>) -> Result<Vec<GroupFi
         {
             return Err(err(field("pricePerHour"), line_of(p), "must be a non-negative number".into()));
         }
-        let template: Node =
-            serde_path_to_error::deserialize(normalize_quantities(g.template.value.clone())).map_err(|e| {
-                err(format!("{}.{}", field("template"), e.path()), line_of(&g.template), e.inner().to_string())
-            })?;
+        // Hand-written: a field the Node type does not know is a typo, and a quantity the API
+        // server would refuse is refused here, where the line is known.
+        let template_value = normalize_quantities(g.template.value.clone());
+        let at = |e: ObjectError| err(format!("{}.{}", field("template"), e.path), line_of(&g.template), e.message);
+        if let Some(e) = refused_value("Node", &template_value) {
+            return Err(at(e));
+        }
+        let template: Node = read_strict(template_value).map_err(at)?;
         let provisioning_delay = match &g.provisioning_delay {
             Some(d) => parse_go_duration(&d.value).map_err(|m| err(field("provisioningDelay"), line_of(d), m))?,
             None => DEFAULT_FILE_PROVISIONING_DELAY,
