@@ -19,6 +19,19 @@ if [ "$(cat "$CA_MOTO_VENV/.moto-version" 2>/dev/null)" != "$MOTO_VERSION" ]; th
     fi
 fi
 
+# The simulate report's browser test (tests/tests/report_browser.rs) renders the page in headless
+# Chromium: Debian's `chromium` package, installed here when `chromium` is not on PATH (apt-get,
+# through sudo unless root). When the install fails the browser test fails, saying what is
+# missing (it is never skipped).
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "== installing Debian's chromium (for the report's browser test)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    if ! { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; then
+        echo "warning: could not install Debian's chromium package (apt-get install chromium failed: no root or sudo, or no Debian mirror?); the report's browser test will fail" >&2
+    fi
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

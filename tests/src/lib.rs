@@ -3,8 +3,10 @@
 //! - [`fake_apiserver`]: an in-process fake Kubernetes API server for kube-rs and kubectl.
 //! - [`controller`]: the real `cluster-autoscaler` binary as a child process.
 //! - [`moto`]: an AWS API server (moto) as a child process, for the `aws` provider's tests.
+//! - [`browser`]: headless Chromium as a child process, for the `simulate` report's browser test.
 //! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
 
+pub mod browser;
 pub mod controller;
 pub mod fake_apiserver;
 pub mod moto;

@@ -108,8 +108,9 @@ fn event_details(e: &crate::ports::Event, source: &str) -> Value {
     })
 }
 
-/// The fraction of a node's allocatable its pods request (the largest of cpu and memory), as
-/// scale-down's utilization.
+/// The fraction of a node's allocatable its pods request, as scale-down's utilization: the
+/// largest of cpu and memory, or on a GPU node its GPUs alone (upstream's rule), so that a GPU
+/// node whose GPU is in use does not count as underused because its cpu is idle.
 fn node_utilization(view: &crate::core::ClusterView, node: &str) -> Option<f64> {
     let n = view.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node))?;
     let allocatable = simulator::NodeInfo::new(n.clone()).allocatable;
@@ -126,6 +127,9 @@ fn node_utilization(view: &crate::core::ClusterView, node: &str) -> Option<f64> 
         let a = allocatable.get(name);
         if a > 0 { requested.get(name) as f64 / a as f64 } else { 0.0 }
     };
+    if allocatable.get(simulator::resources::NVIDIA_GPU) > 0 {
+        return Some(share(simulator::resources::NVIDIA_GPU));
+    }
     Some(share(simulator::resources::CPU).max(share(simulator::resources::MEMORY)))
 }
 

@@ -4,8 +4,10 @@
 //! pending pods, cost and packing over time, each pod autoscaler's replicas against its load
 //! and target, and the activity as sentences.
 //!
-//! Script errors are caught into `#script-errors` (its `data-count` says how many) and the last
-//! script marks `<body data-ready="yes">`, so a headless browser can check the page worked.
+//! Script errors and unhandled promise rejections are caught into `#script-errors` (its
+//! `data-count` says how many), and the last script marks `<body data-ready="yes">` with
+//! `data-series` (the charts' lines) and `data-series-drawn` (those the browser laid out with a
+//! length), so a headless browser can check the page worked (`tests/tests/report_browser.rs`).
 
 use std::fmt::Write;
 
@@ -328,11 +330,15 @@ pub fn page(o: &Outcome, baseline: Option<&Outcome>, hpa: Option<&HpaAwareCompar
 <html lang="en"><head><meta charset="utf-8"><title>Simulation: {title}</title>
 <script>
 window.__errors = [];
-window.addEventListener('error', function (e) {{
-  window.__errors.push(String(e.message || e));
+function __showErrors() {{
   var box = document.getElementById('script-errors');
-  if (box) {{ box.textContent = window.__errors.join('\n'); box.dataset.count = String(window.__errors.length); box.hidden = false; }}
-}});
+  if (box && window.__errors.length) {{ box.textContent = window.__errors.join('\n'); box.dataset.count = String(window.__errors.length); box.hidden = false; }}
+}}
+function __recordError(message) {{ window.__errors.push(message); __showErrors(); }}
+window.addEventListener('error', function (e) {{ __recordError(String(e.message || e)); }});
+window.addEventListener('unhandledrejection', function (e) {{ __recordError('Unhandled rejection: ' + String(e.reason)); }});
+// An error before the box is parsed shows once it is.
+document.addEventListener('DOMContentLoaded', __showErrors);
 </script>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2em auto; color: #222; max-width: 960px; padding: 0 1em; }}
@@ -401,7 +407,12 @@ dt {{ font-weight: bold; margin-top: 0.6em; }}
   }}
   boxes.forEach(function (b) {{ b.addEventListener('change', apply); }});
   apply();
-  document.body.dataset.series = String(document.querySelectorAll('svg.chart path.series').length);
+  var series = document.querySelectorAll('svg.chart path.series');
+  var drawn = 0;
+  series.forEach(function (p) {{ if (p.getTotalLength() > 0) drawn++; }});
+  document.body.dataset.series = String(series.length);
+  // Laid out with a length: the browser drew the line, not just parsed it.
+  document.body.dataset.seriesDrawn = String(drawn);
   document.body.dataset.ready = 'yes';
 }})();
 </script>
