@@ -48,6 +48,12 @@ const LOWEST_WINNING_PRIORITY: i64 = -1;
 /// rules are compiled into one automaton under this limit instead.
 pub const RULES_SIZE_LIMIT: usize = 32 << 20;
 
+/// The longest rule read, in bytes. Parsing a rule takes about 300 bytes of memory for each of
+/// its bytes (the regex crate's syntax tree, before compiling), so one rule filling a ConfigMap
+/// (1 MiB) would take 300 MiB; rules name node groups, and this leaves room for alternations of
+/// hundreds of names.
+pub const RULE_MAX_LEN: usize = 16 << 10;
+
 /// A parsed `priorities` value.
 #[derive(Clone, Debug)]
 pub struct PriorityConfig {
@@ -61,8 +67,9 @@ pub struct PriorityConfig {
 
 impl PriorityConfig {
     /// Parses the `priorities` text. Errors: empty text, not YAML, not a map, a key that is not a
-    /// plain integer, a value that is not a list of strings, a regex that does not compile, or
-    /// rules that together exceed [`RULES_SIZE_LIMIT`].
+    /// plain integer, a value that is not a list of strings, a regex longer than
+    /// [`RULE_MAX_LEN`] or that does not compile, or rules that together exceed
+    /// [`RULES_SIZE_LIMIT`].
     pub fn parse(text: &str) -> Result<PriorityConfig, ExpanderError> {
         if text.is_empty() {
             return Err(ExpanderError::PriorityConfigEmpty);
@@ -75,6 +82,15 @@ impl PriorityConfig {
             .map(|RawConfig(raw)| raw)
             .map_err(|e| ExpanderError::PriorityConfigYaml(e.to_string()))?;
         let levels: Vec<(i64, Vec<String>)> = raw.into_iter().collect();
+        for (priority, rules) in &levels {
+            if let Some(rule) = rules.iter().find(|r| r.len() > RULE_MAX_LEN) {
+                return Err(ExpanderError::PriorityConfigRegex {
+                    priority: *priority,
+                    regex: format!("{}…", rule.chars().take(80).collect::<String>()),
+                    message: format!("{} bytes long, longer than {RULE_MAX_LEN}", rule.len()),
+                });
+            }
+        }
         let patterns = levels.iter().flat_map(|(_, rules)| rules);
         let rule_priorities = levels.iter().flat_map(|(p, rules)| rules.iter().map(|_| *p)).collect();
         let rules = RegexSetBuilder::new(patterns).size_limit(RULES_SIZE_LIMIT).build().map_err(|set_error| {

@@ -247,3 +247,16 @@ fn priority_rules_share_one_memory_limit() {
     assert_eq!(config.priority_of("pool-17"), Some(20), "the highest matching priority wins");
     assert_eq!(config.priority_of("other"), None);
 }
+
+#[test]
+fn priority_rules_have_a_length_limit() {
+    // Found by the readers' fuzz test: a 500 KB rule (a character class) took 160 MiB to parse.
+    let long = format!("[{}]", "ab".repeat(9000));
+    let error = PriorityConfig::parse(&format!("5: [ok]\n7:\n  - '{long}'\n")).unwrap_err();
+    assert!(matches!(&error, ExpanderError::PriorityConfigRegex { priority: 7, .. }), "{error:?}");
+    assert!(error.to_string().contains("18002 bytes long, longer than 16384"), "{error}");
+    assert!(error.to_string().len() < 300, "the rule is shortened in the message: {error}");
+    // Just under the limit: read.
+    let config = PriorityConfig::parse(&format!("7:\n  - '[{}]'\n", "ab".repeat(8000))).unwrap();
+    assert_eq!(config.priority_of("b"), Some(7));
+}
