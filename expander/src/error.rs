@@ -33,4 +33,7 @@ pub enum ExpanderError {
     PriorityConfigYaml(String),
     #[error("Can't compile regexp rule for priority {priority} and rule {regex}: {message}")]
     PriorityConfigRegex { priority: i64, regex: String, message: String },
+    /// Every rule compiles alone, but not all of them within `priority::RULES_SIZE_LIMIT`.
+    #[error("Can't compile the regexp rules together: {message}")]
+    PriorityConfigRules { message: String },
 }

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use regex::Regex;
+use regex::{RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
@@ -42,16 +42,34 @@ pub const PRIORITY_CONFIG_MAP_NO_GROUP_MATCHED: &str = "PriorityConfigMapNoGroup
 /// The search for the best priority starts here, so lower priorities never win.
 const LOWEST_WINNING_PRIORITY: i64 = -1;
 
+/// How much memory the compiled rules of one ConfigMap may take together. A rule alone can take
+/// megabytes (`\w{100}` is about 6 MiB: `\w` is every Unicode word character), so rules compiled
+/// one by one would let a ConfigMap of a few kilobytes grow the autoscaler by gigabytes; the
+/// rules are compiled into one automaton under this limit instead.
+pub const RULES_SIZE_LIMIT: usize = 32 << 20;
+
+/// The longest rule read, in bytes. Parsing a rule takes about 300 bytes of memory for each of
+/// its bytes (the regex crate's syntax tree, before compiling), so one rule filling a ConfigMap
+/// (1 MiB) would take 300 MiB; rules name node groups, and this leaves room for alternations of
+/// hundreds of names.
+pub const RULE_MAX_LEN: usize = 16 << 10;
+
 /// A parsed `priorities` value.
 #[derive(Clone, Debug)]
 pub struct PriorityConfig {
-    /// Priorities in ascending order, each with its regexes in the order written.
-    levels: Vec<(i64, Vec<Regex>)>,
+    /// Priorities in ascending order, each with its rules in the order written.
+    levels: Vec<(i64, Vec<String>)>,
+    /// Every rule of `levels`, in that order, as one automaton.
+    rules: RegexSet,
+    /// The priority of each rule of `rules`.
+    rule_priorities: Vec<i64>,
 }
 
 impl PriorityConfig {
     /// Parses the `priorities` text. Errors: empty text, not YAML, not a map, a key that is not a
-    /// plain integer, a value that is not a list of strings, or a regex that does not compile.
+    /// plain integer, a value that is not a list of strings, a regex longer than
+    /// [`RULE_MAX_LEN`] or that does not compile, or rules that together exceed
+    /// [`RULES_SIZE_LIMIT`].
     pub fn parse(text: &str) -> Result<PriorityConfig, ExpanderError> {
         if text.is_empty() {
             return Err(ExpanderError::PriorityConfigEmpty);
@@ -63,33 +81,44 @@ impl PriorityConfig {
         let raw: BTreeMap<i64, Vec<String>> = serde_saphyr::from_str_with_options(text, options)
             .map(|RawConfig(raw)| raw)
             .map_err(|e| ExpanderError::PriorityConfigYaml(e.to_string()))?;
-        let mut levels = Vec::with_capacity(raw.len());
-        for (priority, rules) in raw {
-            let mut regexes = Vec::with_capacity(rules.len());
-            for rule in rules {
-                let regex = Regex::new(&rule).map_err(|e| ExpanderError::PriorityConfigRegex {
-                    priority,
-                    regex: rule.clone(),
-                    message: e.to_string(),
-                })?;
-                regexes.push(regex);
+        let levels: Vec<(i64, Vec<String>)> = raw.into_iter().collect();
+        for (priority, rules) in &levels {
+            if let Some(rule) = rules.iter().find(|r| r.len() > RULE_MAX_LEN) {
+                return Err(ExpanderError::PriorityConfigRegex {
+                    priority: *priority,
+                    regex: format!("{}…", rule.chars().take(80).collect::<String>()),
+                    message: format!("{} bytes long, longer than {RULE_MAX_LEN}", rule.len()),
+                });
             }
-            levels.push((priority, regexes));
         }
-        Ok(PriorityConfig { levels })
+        let patterns = levels.iter().flat_map(|(_, rules)| rules);
+        let rule_priorities = levels.iter().flat_map(|(p, rules)| rules.iter().map(|_| *p)).collect();
+        let rules = RegexSetBuilder::new(patterns).size_limit(RULES_SIZE_LIMIT).build().map_err(|set_error| {
+            // Name the first rule that does not compile alone, as upstream does; each is
+            // dropped before the next, so this takes one rule's memory at a time.
+            for (priority, rules) in &levels {
+                for rule in rules {
+                    if let Err(e) = RegexBuilder::new(rule).size_limit(RULES_SIZE_LIMIT).build() {
+                        return ExpanderError::PriorityConfigRegex {
+                            priority: *priority,
+                            regex: rule.clone(),
+                            message: e.to_string(),
+                        };
+                    }
+                }
+            }
+            ExpanderError::PriorityConfigRules { message: set_error.to_string() }
+        })?;
+        Ok(PriorityConfig { levels, rules, rule_priorities })
     }
 
     /// The highest priority with a regex matching anywhere in `node_group_id`.
     pub fn priority_of(&self, node_group_id: &str) -> Option<i64> {
-        self.levels
-            .iter()
-            .rev()
-            .find(|(_, regexes)| regexes.iter().any(|r| r.is_match(node_group_id)))
-            .map(|(priority, _)| *priority)
+        self.rules.matches(node_group_id).iter().map(|i| self.rule_priorities[i]).max()
     }
 
-    /// The priorities and their regexes, in ascending priority.
-    pub fn levels(&self) -> impl Iterator<Item = (i64, &[Regex])> {
+    /// The priorities and their rules, in ascending priority.
+    pub fn levels(&self) -> impl Iterator<Item = (i64, &[String])> {
         self.levels.iter().map(|(p, r)| (*p, r.as_slice()))
     }
 }

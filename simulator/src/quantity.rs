@@ -119,8 +119,7 @@ fn scaled(q: Exact, scale: i32) -> i64 {
         match POW10.get((-exp) as usize) {
             Some(&denominator) => match q.mantissa.checked_mul(1u128 << q.binary_exponent) {
                 Some(numerator) => numerator.div_ceil(denominator),
-                // Too large to shift first: divide first, still rounding up.
-                None => q.mantissa.div_ceil(denominator).saturating_mul(1u128 << q.binary_exponent),
+                None => shifted_div_ceil(q.mantissa, q.binary_exponent, denominator),
             },
             // Far below one unit: round away from zero.
             None => u128::from(q.mantissa != 0),
@@ -128,6 +127,24 @@ fn scaled(q: Exact, scale: i32) -> i64 {
     };
     let magnitude = magnitude.min(i64::MAX as u128) as i64;
     if q.negative { -magnitude } else { magnitude }
+}
+
+/// `⌈mantissa × 2^shift / denominator⌉` where the product does not fit in a `u128` (many
+/// digits and a binary suffix, `.747896861637331005896309896268Ti`): rounding the quotient up
+/// before shifting would be off by up to `2^shift`, so the remainder is shifted in one bit at a
+/// time, as in long division. It stays below `denominator` (at most 10^38 < 2^127), so doubling
+/// it cannot overflow.
+fn shifted_div_ceil(mantissa: u128, shift: u32, denominator: u128) -> u128 {
+    let (mut quotient, mut remainder) = (mantissa / denominator, mantissa % denominator);
+    for _ in 0..shift {
+        quotient = quotient.saturating_mul(2);
+        remainder <<= 1;
+        if remainder >= denominator {
+            remainder -= denominator;
+            quotient = quotient.saturating_add(1);
+        }
+    }
+    quotient.saturating_add(u128::from(remainder != 0))
 }
 
 /// The quantity in whole units, rounded away from zero (like `Quantity.Value()`).
@@ -197,6 +214,17 @@ mod tests {
         for bad in ["", "abc", "1x", "1.2.3", "Gi", "1e", "1Kii", "--1"] {
             assert!(parse_value(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn many_digits_with_a_binary_suffix_stay_exact() {
+        // Found by the readers' fuzz test: the product of the digits and the suffix overflows
+        // 128 bits, and the value was rounded before it was shifted (0.1% or more too large).
+        assert_eq!(parse_milli(".747896861637331005896309896268Ti").unwrap(), 822_321_295_747_424);
+        assert_eq!(parse_value("1.000000000000000000001Ei").unwrap(), (1 << 60) + 1);
+        assert_eq!(parse_value("-1.000000000000000000001Ei").unwrap(), -(1 << 60) - 1);
+        assert_eq!(parse_milli("7.999999999999999999999999999999Ei").unwrap(), i64::MAX);
+        assert_eq!(parse_milli(".227298177825590589286908903807Pi").unwrap(), 255_914_997_239_330_629);
     }
 
     #[test]

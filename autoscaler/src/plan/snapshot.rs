@@ -94,8 +94,24 @@ fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> 
         }
         return Ok(docs);
     }
-    serde_saphyr::from_multiple::<Value>(text)
+    serde_saphyr::from_multiple_with_options::<Value>(text, dump_yaml_options(text))
         .map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })
+}
+
+/// serde-saphyr's default budget (250,000 nodes, 1,000,000 events, 1,024 documents, depth 64)
+/// fits hand-written files, and refused the YAML dump of a cluster of a few thousand pods. A
+/// dump's budget grows with its text instead: a node, an event pair or a document takes at least
+/// a byte, so nothing written out is refused, and what aliases can add stays bounded by their
+/// own limits. The depth is the JSON reader's (serde_json stops at 128).
+fn dump_yaml_options(text: &str) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(text.len());
+    budget.max_events = budget.max_events.max(text.len().saturating_mul(2));
+    budget.max_documents = budget.max_documents.max(text.len());
+    budget.max_depth = 128;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
 }
 
 /// Parses dump text and adds every object the autoscaler uses to the view.
@@ -410,6 +426,30 @@ mod tests {
         load_text_with_metrics(&mut view, &mut metrics, &mut seen, &format!("[{},{}]", pod("a"), pod("b")), "d.json")
             .unwrap();
         assert_eq!(view.pods.len(), 2);
+    }
+
+    #[test]
+    fn large_yaml_dumps_are_read() {
+        // Found beside the readers' fuzz test: 3,000 objects in YAML passed the parser's default
+        // budget of 250,000 nodes and were refused as "not valid JSON or YAML".
+        let namespaces: String = (0..60_000)
+            .map(|i| format!("- {{apiVersion: v1, kind: Namespace, metadata: {{name: ns-{i}}}}}\n"))
+            .collect();
+        let mut view = ClusterView::default();
+        load_text(&mut view, &format!("kind: List\nitems:\n{namespaces}"), "dump.yaml").unwrap();
+        assert_eq!(view.namespaces.len(), 60_000);
+        // As separate documents, and nested as deep as JSON may be.
+        let documents = vec!["apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n"; 2_000].join("---\n");
+        load_text(&mut ClusterView::default(), &documents, "dump.yaml").unwrap();
+        let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        let yaml = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\nextra: {deep}\n");
+        load_text(&mut ClusterView::default(), &yaml, "dump.yaml").unwrap();
+        load_text(
+            &mut ClusterView::default(),
+            &yaml.replace(&deep, &format!("{}1{}", "[".repeat(200), "]".repeat(200))),
+            "dump.yaml",
+        )
+        .unwrap_err();
     }
 
     #[test]

@@ -229,3 +229,34 @@ fn priority_config_errors_say_what_is_wrong() {
     assert_eq!(PriorityConfig::parse("").unwrap_err(), ExpanderError::PriorityConfigEmpty);
     assert!(ExpanderError::PriorityConfigYaml("x".into()).to_string().starts_with("Can't parse YAML with priorities"));
 }
+
+#[test]
+fn priority_rules_share_one_memory_limit() {
+    // Found by the readers' fuzz test: each rule was compiled alone, and `\w{100}` alone takes
+    // about 6 MiB (every Unicode word character, a hundred times), so a ConfigMap of a few
+    // kilobytes could grow the autoscaler by gigabytes. Eight such rules exceed the limit.
+    let heavy: String = (0..8).map(|i| format!("  - '\\w{{100}}-{i}'\n")).collect();
+    let error = PriorityConfig::parse(&format!("10:\n{heavy}")).unwrap_err();
+    assert!(matches!(&error, ExpanderError::PriorityConfigRules { .. }), "{error:?}");
+    assert!(error.to_string().starts_with("Can't compile the regexp rules together: "), "{error}");
+    // One alone is fine, and so are thousands of light rules (one per node group).
+    assert!(PriorityConfig::parse("10:\n  - '\\w{100}'\n").is_ok());
+    let many: String = (0..3000).map(|i| format!("  - '^pool-{i}$'\n")).collect();
+    let config = PriorityConfig::parse(&format!("5:\n{many}20:\n  - pool-1\n")).unwrap();
+    assert_eq!(config.priority_of("pool-2999"), Some(5));
+    assert_eq!(config.priority_of("pool-17"), Some(20), "the highest matching priority wins");
+    assert_eq!(config.priority_of("other"), None);
+}
+
+#[test]
+fn priority_rules_have_a_length_limit() {
+    // Found by the readers' fuzz test: a 500 KB rule (a character class) took 160 MiB to parse.
+    let long = format!("[{}]", "ab".repeat(9000));
+    let error = PriorityConfig::parse(&format!("5: [ok]\n7:\n  - '{long}'\n")).unwrap_err();
+    assert!(matches!(&error, ExpanderError::PriorityConfigRegex { priority: 7, .. }), "{error:?}");
+    assert!(error.to_string().contains("18002 bytes long, longer than 16384"), "{error}");
+    assert!(error.to_string().len() < 300, "the rule is shortened in the message: {error}");
+    // Just under the limit: read.
+    let config = PriorityConfig::parse(&format!("7:\n  - '[{}]'\n", "ab".repeat(8000))).unwrap();
+    assert_eq!(config.priority_of("b"), Some(7));
+}
