@@ -68,7 +68,7 @@ use autoscaler::leader::LeaseConfig;
 use autoscaler::plan::{self, PlanArgs, snapshot};
 use autoscaler::podscaling::file_metrics::MetricLists;
 use autoscaler::run::RunArgs;
-use autoscaler::simulate::{load, scenario, world};
+use autoscaler::simulate::{scenario, world};
 use cloudprovider::Purpose;
 use fuzz::generate::{
     Seed, Syntax, Vocabulary, document_input, hostile, mild_document_input, mutate_text, mutate_text_times, random_text,
@@ -270,12 +270,10 @@ fn read_scenario(bytes: &[u8]) -> Outcome {
         Ok(o) => o,
         Err(e) => return Outcome::Refused(e.to_string()),
     };
-    if let Err(e) = world::build(&scenario, &options) {
-        return Outcome::Refused(e.to_string());
-    }
-    match load::parse_loads(&scenario.loads) {
+    // Load traces are read (and refused, with their line) by `scenario::parse`.
+    match world::build(&scenario, &options) {
         Ok(_) => Outcome::Accepted,
-        Err(message) => Outcome::Refused(message),
+        Err(e) => Outcome::Refused(e.to_string()),
     }
 }
 
