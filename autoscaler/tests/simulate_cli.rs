@@ -121,3 +121,10 @@ fn values_of_the_wrong_type_are_said_in_the_users_words() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(&format!("{path}:1: expected a mapping")), "no empty field name: {err}");
 }
+
+#[test]
+fn a_huge_flag_in_a_scenario_is_refused_before_the_flag_parser() {
+    let flag = format!("--{}", "x".repeat(100_000));
+    let text = scenario(WEB, "").replace("--scale-down-unneeded-time=5m", &flag);
+    assert_refused(&text, "2: flags[0]", "longer than 4096 bytes");
+}

@@ -267,6 +267,9 @@ fn deserialize<T: serde::de::DeserializeOwned>(ctx: &Ctx, text: &str) -> Result<
     cloudprovider::yaml::from_str(text, ctx.file, &spanned)
 }
 
+/// The longest flag a scenario may hold (the command line's own limit is the kernel's).
+const MAX_FLAG_LENGTH: usize = 4096;
+
 /// Parses and validates a scenario.
 pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file, text };
@@ -297,6 +300,11 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     for (i, f) in raw.flags.iter().enumerate() {
         if !f.value.starts_with("--") {
             return Err(ctx.err(format!("flags[{i}]"), line(f), "flags are written --name=value"));
+        }
+        // clap's suggestions for an unknown flag cost time in proportion to its length; no real
+        // flag comes near this.
+        if f.value.len() > MAX_FLAG_LENGTH {
+            return Err(ctx.err(format!("flags[{i}]"), line(f), format!("longer than {MAX_FLAG_LENGTH} bytes")));
         }
         // Each flag alone first, so that the error points at its line.
         if let Err(e) = world::options(std::slice::from_ref(&f.value), &[]) {
