@@ -184,6 +184,13 @@ async fn shutdown_signal() {
     }
 }
 
+/// How a step of the loop ended: done, or cut short.
+enum Stop<T> {
+    Done(T),
+    LeaseLost,
+    Shutdown,
+}
+
 /// A unique holder identity: the host name (the pod's name in a Deployment, as upstream) and a
 /// random suffix, so two processes on one host never both believe they hold the Lease.
 fn identity() -> Result<String, RunError> {
@@ -348,23 +355,40 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 tokio::time::Instant::now() + Duration::from_secs_f64(wait)
             })
             .unwrap_or(next_loop);
+        // SIGTERM first: a timer that is already due must not win over it (Kubernetes kills the
+        // pod 30 s after SIGTERM by default).
         tokio::select! {
+            biased;
             _ = &mut shutdown => break Ok(()),
             _ = leadership_lost(&mut election) => break Err(lost_lease()),
             _ = tokio::time::sleep_until(next_loop.min(next_sync)) => {}
         }
         let now = tokio::time::Instant::now();
         if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| Timestamp::now() >= t) {
-            if let Ok(view) = cluster.view().await {
-                kube_metrics.refresh(&autoscaler.pod_autoscaler_view(view)).await;
+            let refreshed = tokio::select! {
+                biased;
+                _ = &mut shutdown => false,
+                _ = async {
+                    if let Ok(view) = cluster.view().await {
+                        kube_metrics.refresh(&autoscaler.pod_autoscaler_view(view)).await;
+                    }
+                } => true,
+            };
+            if !refreshed {
+                break Ok(());
             }
-            // Losing the Lease cancels the sync at its next await: no write after the loss.
+            // Losing the Lease (or SIGTERM) cancels the sync at its next await: no write after.
             let synced = tokio::select! {
                 biased;
-                _ = leadership_lost(&mut election) => None,
-                synced = autoscaler.sync_pod_autoscalers() => Some(synced),
+                _ = leadership_lost(&mut election) => Stop::LeaseLost,
+                _ = &mut shutdown => Stop::Shutdown,
+                synced = autoscaler.sync_pod_autoscalers() => Stop::Done(synced),
             };
-            let Some(synced) = synced else { break Err(lost_lease()) };
+            let synced = match synced {
+                Stop::Done(synced) => synced,
+                Stop::LeaseLost => break Err(lost_lease()),
+                Stop::Shutdown => break Ok(()),
+            };
             match synced {
                 Ok(report) => {
                     metrics.record_pod_autoscaling(&report);
@@ -386,13 +410,20 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         health.record_activity(started_at);
         metrics.set_last_activity(Function::Main, started_at);
         // Losing the Lease cancels the iteration at its next await, before its next write
-        // (taint, eviction, DeleteNodes, /scale, status): the process then exits.
+        // (taint, eviction, DeleteNodes, /scale, status): the process then exits. SIGTERM
+        // cancels it the same way, so that shutdown takes a moment at any cluster size; a
+        // deletion cut short is finished or undone by the next process, as after a crash.
         let ran = tokio::select! {
             biased;
-            _ = leadership_lost(&mut election) => None,
-            ran = autoscaler.run_once() => Some(ran),
+            _ = leadership_lost(&mut election) => Stop::LeaseLost,
+            _ = &mut shutdown => Stop::Shutdown,
+            ran = autoscaler.run_once() => Stop::Done(ran),
         };
-        let Some(ran) = ran else { break Err(lost_lease()) };
+        let ran = match ran {
+            Stop::Done(ran) => ran,
+            Stop::LeaseLost => break Err(lost_lease()),
+            Stop::Shutdown => break Ok(()),
+        };
         match ran {
             Ok(report) => {
                 if let Some(state) = &report.cluster_state {
