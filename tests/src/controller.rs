@@ -62,12 +62,18 @@ impl Controller {
     /// [`Controller::start`] with extra environment variables (e.g. the AWS SDK's
     /// `AWS_ENDPOINT_URL` and credentials).
     pub fn start_with_env(dir: &Path, name: &str, args: &[String], env: &[(&str, String)]) -> Controller {
+        Controller::start_binary(controller_binary(), dir, name, args, env)
+    }
+
+    /// [`Controller::start_with_env`] with a given binary (the load harness runs a release
+    /// build). `env` may override the default `RUST_LOG`.
+    pub fn start_binary(binary: &Path, dir: &Path, name: &str, args: &[String], env: &[(&str, String)]) -> Controller {
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).expect("creating the controller's log file");
-        let child = Command::new(controller_binary())
+        let child = Command::new(binary)
             .args(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("RUST_LOG", "info,autoscaler=debug")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(file.try_clone().expect("a second handle on the log file"))
             .stderr(file)
@@ -78,6 +84,11 @@ impl Controller {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The log file's path.
+    pub fn log_path(&self) -> &Path {
+        &self.log
     }
 
     /// The process's output so far.

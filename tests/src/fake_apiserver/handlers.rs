@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::patch::{JsonPatchError, json_patch, merge_patch, strategic_merge_patch};
 use super::resources::{RESOURCES, ResourceDef, version_doc};
-use super::selectors::{FieldSelector, LabelSelector, label_selector_object_matches, label_selector_to_string};
-use super::store::{EvictionRecord, ObjectKey, RequestRecord, Shared, Verb, WriteError, object_key};
+use super::selectors::{ObjectFilter, label_selector_object_matches, label_selector_to_string};
+use super::store::{EvictionRecord, ObjectKey, RequestRecord, Shared, Stored, Verb, WriteError, object_key};
 use super::watch::{WatchRequest, watch_response};
 
 /// The resource a request addresses.
@@ -105,6 +105,29 @@ fn verb_of(method: &Method, target: &Target, params: &HashMap<String, String>) -
 
 pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response()
+}
+
+/// An answer whose body is JSON text already (a stored object or document).
+fn json_bytes_response(status: StatusCode, json: Bytes) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], json).into_response()
+}
+
+/// A `<Kind>List` answer: the stored objects' JSON is copied into the body as it is.
+fn list_response(def: &ResourceDef, metadata: Value, items: &[Arc<Stored>]) -> Response {
+    let head = json!({"apiVersion": def.api_version(), "kind": def.list_kind(), "metadata": metadata}).to_string();
+    let head = head.strip_suffix('}').expect("a JSON object ends with a brace");
+    let size = head.len() + items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 12;
+    let mut body = Vec::with_capacity(size);
+    body.extend_from_slice(head.as_bytes());
+    body.extend_from_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(&item.json);
+    }
+    body.extend_from_slice(b"]}");
+    json_bytes_response(StatusCode::OK, Bytes::from(body))
 }
 
 fn reason_for(code: u16) -> &'static str {
@@ -212,7 +235,7 @@ pub(crate) async fn handle(
     let response = if let Some((status, message)) = failed {
         failure(status, &message)
     } else if let Some(doc) = document {
-        json_response(StatusCode::OK, &doc)
+        json_bytes_response(StatusCode::OK, doc)
     } else {
         match routed {
             Route::Discovery(doc) if method == Method::GET => json_response(StatusCode::OK, &doc),
@@ -269,60 +292,61 @@ fn serve(
 fn get(shared: &Shared, target: &Target) -> Result<Response, Response> {
     let object = shared.lock().get(target.resource, &target.key());
     let object = object.ok_or_else(|| not_found(target.def(), target.name.as_deref().unwrap_or_default()))?;
-    Ok(json_response(StatusCode::OK, &object))
+    Ok(json_bytes_response(StatusCode::OK, object.json.clone()))
 }
 
-pub(crate) fn selectors(params: &HashMap<String, String>) -> Result<(LabelSelector, FieldSelector), Response> {
-    let labels = LabelSelector::parse(params.get("labelSelector").map(String::as_str).unwrap_or_default())
-        .map_err(|e| failure(400, &format!("invalid labelSelector: {e}")))?;
-    let fields = FieldSelector::parse(params.get("fieldSelector").map(String::as_str).unwrap_or_default())
-        .map_err(|e| failure(400, &format!("invalid fieldSelector: {e}")))?;
-    Ok((labels, fields))
+fn filter(target: &Target, params: &HashMap<String, String>) -> Result<ObjectFilter, Response> {
+    ObjectFilter::from_params(target.namespace.clone(), params).map_err(|message| failure(400, &message))
 }
 
-fn in_namespace(object: &Value, namespace: Option<&str>) -> bool {
-    namespace.is_none_or(|ns| object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns))
-}
-
-/// Lists with `limit` / `continue` paging. The continue token is `<version>:<offset>`; every
-/// page reports the first page's version so a watch from there misses nothing.
+/// Lists with `limit` / `continue` paging. The continue token is `<version>:<namespace>/<name>`,
+/// the key of the page's last object, as a real server's token holds the key to start after:
+/// a page costs its own size, not the collection's, and objects written meanwhile still
+/// appear in their place. Every page reports the first page's version so a watch from there
+/// misses nothing.
 fn list(shared: &Shared, target: &Target, params: &HashMap<String, String>) -> Result<Response, Response> {
-    let (labels, fields) = selectors(params)?;
-    let state = shared.lock();
-    let (list_version, offset) = match params.get("continue").filter(|c| !c.is_empty()) {
-        Some(token) => {
-            let parsed =
-                token.split_once(':').and_then(|(v, o)| Some((v.parse::<u64>().ok()?, o.parse::<usize>().ok()?)));
-            let (version, offset) = parsed.ok_or_else(|| failure(400, &format!("invalid continue token {token:?}")))?;
-            if version < state.compacted {
-                return Err(failure_with(
-                    410,
-                    "Expired",
-                    "The provided continue parameter is too old to display a consistent list result.",
-                    None,
-                ));
-            }
-            (version, offset)
-        }
-        None => (state.resource_version, 0),
-    };
-    let matching: Vec<Arc<Value>> = state
-        .all(target.resource)
-        .into_iter()
-        .filter(|o| in_namespace(o, target.namespace.as_deref()) && labels.matches(o) && fields.matches(o))
-        .collect();
+    let filter = filter(target, params)?;
     let limit = params.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|&l| l > 0).unwrap_or(usize::MAX);
-    let end = offset.saturating_add(limit).min(matching.len());
-    let items: Vec<&Value> = matching.get(offset..end).unwrap_or_default().iter().map(|o| &**o).collect();
+    let (list_version, items, last_key) = {
+        let state = shared.lock();
+        let (list_version, after) = match params.get("continue").filter(|c| !c.is_empty()) {
+            Some(token) => {
+                let parsed = token.split_once(':').and_then(|(v, key)| {
+                    let (namespace, name) = key.split_once('/')?;
+                    Some((v.parse::<u64>().ok()?, (namespace.to_string(), name.to_string())))
+                });
+                let (version, after) =
+                    parsed.ok_or_else(|| failure(400, &format!("invalid continue token {token:?}")))?;
+                if version < state.compacted {
+                    return Err(failure_with(
+                        410,
+                        "Expired",
+                        "The provided continue parameter is too old to display a consistent list result.",
+                        None,
+                    ));
+                }
+                (version, Some(after))
+            }
+            None => (state.resource_version, None),
+        };
+        let mut items = Vec::new();
+        let mut last_key = None;
+        let mut more = false;
+        for (key, object) in state.after(target.resource, after.as_ref()).filter(|(_, o)| filter.matches(o)) {
+            if items.len() == limit {
+                more = true;
+                break;
+            }
+            items.push(object.clone());
+            last_key = Some(key);
+        }
+        (list_version, items, last_key.filter(|_| more).cloned())
+    };
     let mut metadata = json!({"resourceVersion": list_version.to_string()});
-    if end < matching.len() {
-        metadata["continue"] = json!(format!("{list_version}:{end}"));
+    if let Some((namespace, name)) = last_key {
+        metadata["continue"] = json!(format!("{list_version}:{namespace}/{name}"));
     }
-    let def = target.def();
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"apiVersion": def.api_version(), "kind": def.list_kind(), "metadata": metadata, "items": items}),
-    ))
+    Ok(list_response(target.def(), metadata, &items))
 }
 
 fn check_type(def: &ResourceDef, object: &Value) -> Result<(), Response> {
@@ -372,7 +396,7 @@ fn create(shared: &Shared, target: &Target, body: &Bytes) -> Result<Response, Re
     }
     let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
     let created = state.create(&shared.notices, target.resource, object).map_err(|e| write_error(def, &name, e))?;
-    Ok(json_response(StatusCode::CREATED, &created))
+    Ok(json_bytes_response(StatusCode::CREATED, created.json.clone()))
 }
 
 fn body_version(object: &Value) -> Option<String> {
@@ -390,8 +414,7 @@ fn update(shared: &Shared, target: &Target, body: &Bytes) -> Result<Response, Re
     let mut state = shared.lock();
     let key = target.key();
     let new = if target.subresource.as_deref() == Some("status") {
-        let current = state.get(target.resource, &key).ok_or_else(|| not_found(def, &name))?;
-        let mut merged = (*current).clone();
+        let mut merged = state.value(target.resource, &key).ok_or_else(|| not_found(def, &name))?;
         merged["status"] = object.get("status").cloned().unwrap_or(Value::Null);
         merged
     } else {
@@ -400,7 +423,7 @@ fn update(shared: &Shared, target: &Target, body: &Bytes) -> Result<Response, Re
     let updated = state
         .replace(&shared.notices, target.resource, &key, new, body_version(&object).as_deref())
         .map_err(|e| write_error(def, &name, e))?;
-    Ok(json_response(StatusCode::OK, &updated))
+    Ok(json_bytes_response(StatusCode::OK, updated.json.clone()))
 }
 
 /// Applies a patch document of the given content type to `doc`.
@@ -429,13 +452,13 @@ fn patch(shared: &Shared, target: &Target, content_type: Option<&str>, body: &By
     let patch_doc = parse_body(body)?;
     let mut state = shared.lock();
     let key = target.key();
-    let current = state.get(target.resource, &key).ok_or_else(|| not_found(def, &name))?;
-    let mut patched = (*current).clone();
+    let current = state.value(target.resource, &key).ok_or_else(|| not_found(def, &name))?;
+    let mut patched = current.clone();
     apply_patch(content_type, &mut patched, &patch_doc)?;
     // A merge patch that names a resourceVersion is a precondition, as on a real server.
     let expected = if patch_doc.is_object() { body_version(&patch_doc) } else { None };
     let new = if target.subresource.as_deref() == Some("status") {
-        let mut merged = (*current).clone();
+        let mut merged = current;
         merged["status"] = patched.get("status").cloned().unwrap_or(Value::Null);
         merged
     } else {
@@ -444,7 +467,7 @@ fn patch(shared: &Shared, target: &Target, content_type: Option<&str>, body: &By
     let updated = state
         .replace(&shared.notices, target.resource, &key, new, expected.as_deref())
         .map_err(|e| write_error(def, &name, e))?;
-    Ok(json_response(StatusCode::OK, &updated))
+    Ok(json_bytes_response(StatusCode::OK, updated.json.clone()))
 }
 
 fn delete(shared: &Shared, target: &Target) -> Result<Response, Response> {
@@ -454,30 +477,22 @@ fn delete(shared: &Shared, target: &Target) -> Result<Response, Response> {
         .lock()
         .delete(&shared.notices, target.resource, &target.key())
         .map_err(|e| write_error(def, &name, e))?;
-    Ok(json_response(StatusCode::OK, &deleted))
+    Ok(json_bytes_response(StatusCode::OK, deleted.json.clone()))
 }
 
 fn delete_collection(shared: &Shared, target: &Target, params: &HashMap<String, String>) -> Result<Response, Response> {
-    let (labels, fields) = selectors(params)?;
-    let def = target.def();
+    let filter = filter(target, params)?;
     let mut state = shared.lock();
-    let doomed: Vec<ObjectKey> = state
-        .all(target.resource)
-        .iter()
-        .filter(|o| in_namespace(o, target.namespace.as_deref()) && labels.matches(o) && fields.matches(o))
-        .map(|o| object_key(def, o))
-        .collect();
+    let doomed: Vec<ObjectKey> =
+        state.after(target.resource, None).filter(|(_, o)| filter.matches(o)).map(|(key, _)| key.clone()).collect();
     let mut items = Vec::new();
     for key in doomed {
         if let Ok(last) = state.delete(&shared.notices, target.resource, &key) {
-            items.push((*last).clone());
+            items.push(last);
         }
     }
     let rv = state.resource_version.to_string();
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"apiVersion": def.api_version(), "kind": def.list_kind(), "metadata": {"resourceVersion": rv}, "items": items}),
-    ))
+    Ok(list_response(target.def(), json!({"resourceVersion": rv}), &items))
 }
 
 /// `POST pods/{name}/eviction`: 201 when allowed, 429 when the one PDB selecting the pod has no
@@ -493,19 +508,17 @@ fn evict(shared: &Shared, target: &Target, body: &Bytes) -> Result<Response, Res
     let pdbs = shared.catalog.find("policy", "v1", "poddisruptionbudgets").expect("PDBs are always served");
     let mut state = shared.lock();
     let key = target.key();
-    let response = match state.get(pods, &key) {
+    let response = match state.value(pods, &key) {
         None => not_found(target.def(), &name),
         Some(pod) => {
             let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
             let ignores_budget = matches!(phase, "Pending" | "Succeeded" | "Failed")
                 || pod.pointer("/metadata/deletionTimestamp").is_some();
-            let selecting: Vec<Arc<Value>> = state
-                .all(pdbs)
-                .into_iter()
-                .filter(|p| {
-                    in_namespace(p, Some(&namespace))
-                        && label_selector_object_matches(p.pointer("/spec/selector"), &pod)
-                })
+            let selecting: Vec<Value> = state
+                .after(pdbs, None)
+                .filter(|(_, p)| p.namespace == namespace)
+                .map(|(_, p)| p.value())
+                .filter(|p| label_selector_object_matches(p.pointer("/spec/selector"), &pod))
                 .collect();
             if !ignores_budget && selecting.len() > 1 {
                 failure(
@@ -526,7 +539,7 @@ fn evict(shared: &Shared, target: &Target, body: &Bytes) -> Result<Response, Res
                 )
             } else {
                 if !ignores_budget && let Some(pdb) = selecting.first() {
-                    let mut updated = (**pdb).clone();
+                    let mut updated = pdb.clone();
                     let allowed = updated.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
                     updated["status"]["disruptionsAllowed"] = json!(allowed - 1);
                     let pdb_key = object_key(&RESOURCES[pdbs], pdb);
@@ -585,7 +598,7 @@ fn scale_of(object: &Value) -> Value {
 }
 
 fn get_scale(shared: &Shared, target: &Target) -> Result<Response, Response> {
-    let object = shared.lock().get(target.resource, &target.key());
+    let object = shared.lock().value(target.resource, &target.key());
     let object = object.ok_or_else(|| not_found(target.def(), target.name.as_deref().unwrap_or_default()))?;
     Ok(json_response(StatusCode::OK, &scale_of(&object)))
 }
@@ -602,7 +615,7 @@ fn write_scale(
     let doc = parse_body(body)?;
     let mut state = shared.lock();
     let key = target.key();
-    let current = state.get(target.resource, &key).ok_or_else(|| not_found(def, &name))?;
+    let current = state.value(target.resource, &key).ok_or_else(|| not_found(def, &name))?;
     let (scale, expected) = if verb == Verb::Update {
         (doc.clone(), body_version(&doc))
     } else {
@@ -615,12 +628,12 @@ fn write_scale(
         .and_then(Value::as_i64)
         .filter(|r| *r >= 0)
         .ok_or_else(|| failure(422, "spec.replicas: Invalid value: must be a non-negative integer"))?;
-    let mut updated = (*current).clone();
+    let mut updated = current;
     updated["spec"]["replicas"] = json!(replicas);
     let stored = state
         .replace(&shared.notices, target.resource, &key, updated, expected.as_deref())
         .map_err(|e| write_error(def, &name, e))?;
-    Ok(json_response(StatusCode::OK, &scale_of(&stored)))
+    Ok(json_response(StatusCode::OK, &scale_of(&stored.value())))
 }
 
 /// Builds the response body of a watch from a stream of lines.

@@ -61,7 +61,15 @@
 //!   with an `initial-events-end` bookmark; no other bookmarks are sent.
 //!
 //! Lists always answer the current state at the current version (a `resourceVersion` or
-//! `resourceVersionMatch` parameter is accepted and ignored).
+//! `resourceVersionMatch` parameter is accepted and ignored; `limit` is honoured even with
+//! `resourceVersion=0`, where a real server's watch cache may answer everything at once). A
+//! `continue` token names the last object of its page, as a real server's does: the next page
+//! starts after it, so paging through N objects costs O(N), and objects created meanwhile
+//! appear in their place.
+//!
+//! Objects are stored as their JSON text and sent as stored, so the server holds and serves
+//! hundreds of thousands of pods (the load harness, `src/bin/load-harness/`): a list without
+//! selectors copies bytes and parses nothing.
 //!
 //! Not served: authentication (any token is accepted), admission, defaulting, validation,
 //! finalizers and graceful deletion, garbage collection, server-side apply, protobuf, tables
@@ -70,7 +78,8 @@
 //! # Test hooks
 //!
 //! - Objects: [`FakeApiServer::seed`] (typed, create or replace), [`FakeApiServer::seed_value`]
-//!   (JSON with `apiVersion` and `kind`), [`FakeApiServer::get`], [`FakeApiServer::list`],
+//!   (JSON with `apiVersion` and `kind`), [`FakeApiServer::seed_values`] (many at once),
+//!   [`FakeApiServer::get`], [`FakeApiServer::list`],
 //!   [`FakeApiServer::modify`] (an out-of-band write, as another client would make),
 //!   [`FakeApiServer::remove`], and their JSON forms for custom resources
 //!   ([`FakeApiServer::get_value`], [`FakeApiServer::list_values`],
@@ -105,7 +114,7 @@ use tokio::sync::oneshot;
 
 use resources::{Catalog, RESOURCES};
 pub use store::{EvictionRecord, Fault, RequestRecord, Verb};
-use store::{Notice, Shared, WriteError, object_key};
+use store::{Notice, Shared, Stored, WriteError, object_key};
 
 /// Options of a fake API server.
 #[derive(Debug, Clone, Default)]
@@ -183,8 +192,8 @@ fn key_of(resource: usize, namespace: Option<&str>, name: &str) -> (String, Stri
     (ns.to_string(), name.to_string())
 }
 
-fn decode<K: DeserializeOwned>(value: &Value) -> K {
-    serde_json::from_value(value.clone())
+fn decode<K: DeserializeOwned>(object: &Stored) -> K {
+    serde_json::from_slice(&object.json)
         .unwrap_or_else(|e| panic!("stored object does not decode as the requested type: {e}"))
 }
 
@@ -239,12 +248,25 @@ impl FakeApiServer {
     {
         resource_of::<K>(&self.shared.catalog);
         let value = serde_json::to_value(object).expect("Kubernetes objects serialize");
-        decode(&self.seed_value(value).unwrap_or_else(|e| panic!("seeding failed: {e}")))
+        let stored = self.seed_value(value).unwrap_or_else(|e| panic!("seeding failed: {e}"));
+        serde_json::from_value(stored).unwrap_or_else(|e| panic!("the seeded object does not decode: {e}"))
     }
 
     /// Stores a JSON object (it must carry `apiVersion`, `kind` and `metadata.name`), creating or
     /// replacing it.
     pub fn seed_value(&self, object: Value) -> Result<Value, String> {
+        self.store_value(&mut self.shared.lock(), object).map(|stored| stored.value())
+    }
+
+    /// [`FakeApiServer::seed_value`] for many objects at once, under one lock (watches see the
+    /// writes in order), without reading them back: how the load harness fills a big cluster.
+    /// Stops at the first object refused.
+    pub fn seed_values(&self, objects: impl IntoIterator<Item = Value>) -> Result<(), String> {
+        let mut state = self.shared.lock();
+        objects.into_iter().try_for_each(|object| self.store_value(&mut state, object).map(drop))
+    }
+
+    fn store_value(&self, state: &mut store::State, object: Value) -> Result<Arc<Stored>, String> {
         let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
         let resource = self
@@ -256,13 +278,12 @@ impl FakeApiServer {
             return Err(format!("a seeded {kind} needs metadata.name"));
         }
         let key = object_key(&RESOURCES[resource], &object);
-        let mut state = self.shared.lock();
         let stored = if state.get(resource, &key).is_some() {
             state.replace(&self.shared.notices, resource, &key, object, None)
         } else {
             state.create(&self.shared.notices, resource, object)
         };
-        stored.map(|v| (*v).clone()).map_err(|e| format!("seeding {kind} {}/{} failed: {e:?}", key.0, key.1))
+        stored.map_err(|e| format!("seeding {kind} {}/{} failed: {e:?}", key.0, key.1))
     }
 
     /// The stored object, if any. `namespace` is ignored for cluster-scoped kinds.
@@ -313,13 +334,13 @@ impl FakeApiServer {
     /// `kind`, as JSON. `namespace` is ignored for cluster-scoped kinds.
     pub fn get_value(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
         let resource = self.shared.catalog.find_kind(api_version, kind)?;
-        self.shared.lock().get(resource, &key_of(resource, namespace, name)).map(|v| (*v).clone())
+        self.shared.lock().value(resource, &key_of(resource, namespace, name))
     }
 
     /// Every stored object of a kind, as JSON, ordered by namespace and name.
     pub fn list_values(&self, api_version: &str, kind: &str) -> Vec<Value> {
         let Some(resource) = self.shared.catalog.find_kind(api_version, kind) else { return Vec::new() };
-        self.shared.lock().all(resource).iter().map(|v| (**v).clone()).collect()
+        self.shared.lock().all(resource).iter().map(|v| v.value()).collect()
     }
 
     /// [`FakeApiServer::modify`] for a kind without a Rust type: changes the JSON out of band.
@@ -334,9 +355,9 @@ impl FakeApiServer {
         let resource = self.shared.catalog.find_kind(api_version, kind)?;
         let key = key_of(resource, namespace, name);
         let mut state = self.shared.lock();
-        let mut object = (*state.get(resource, &key)?).clone();
+        let mut object = state.value(resource, &key)?;
         change(&mut object);
-        state.replace(&self.shared.notices, resource, &key, object, None).ok().map(|v| (*v).clone())
+        state.replace(&self.shared.notices, resource, &key, object, None).ok().map(|v| v.value())
     }
 
     /// [`FakeApiServer::remove`] for a kind without a Rust type.
@@ -357,7 +378,8 @@ impl FakeApiServer {
     /// server does not model, such as `/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods` or the
     /// discovery document `/apis/custom.metrics.k8s.io`.
     pub fn serve_document(&self, path: &str, document: Value) {
-        self.shared.lock().documents.insert(path.to_string(), document);
+        let json = serde_json::to_vec(&document).expect("JSON values serialize");
+        self.shared.lock().documents.insert(path.to_string(), json.into());
     }
 
     /// The injected faults not used up yet (a fault is taken when its request arrives, even if

@@ -1,6 +1,42 @@
 //! Label and field selectors, as the API server reads them from query strings and from objects.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
+
+use super::store::Stored;
+
+/// What a list, watch or deletecollection selects: a namespace (all when `None`) and the
+/// `labelSelector` and `fieldSelector` query parameters.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectFilter {
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl ObjectFilter {
+    pub fn from_params(namespace: Option<String>, params: &HashMap<String, String>) -> Result<Self, String> {
+        let labels = LabelSelector::parse(params.get("labelSelector").map(String::as_str).unwrap_or_default())
+            .map_err(|e| format!("invalid labelSelector: {e}"))?;
+        let fields = FieldSelector::parse(params.get("fieldSelector").map(String::as_str).unwrap_or_default())
+            .map_err(|e| format!("invalid fieldSelector: {e}"))?;
+        Ok(ObjectFilter { namespace, labels, fields })
+    }
+
+    /// Whether the filter selects a stored object. The object is parsed only when a selector
+    /// is set: unfiltered lists and watches of big collections send the stored bytes as they are.
+    pub fn matches(&self, object: &Stored) -> bool {
+        if self.namespace.as_deref().is_some_and(|ns| ns != object.namespace) {
+            return false;
+        }
+        if self.labels.0.is_empty() && self.fields.0.is_empty() {
+            return true;
+        }
+        let value = object.value();
+        self.labels.matches(&value) && self.fields.matches(&value)
+    }
+}
 
 /// One requirement of a label selector string.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,10 +1,18 @@
 //! The server's state: objects by resource, the global resource version, the change history
 //! that watches replay, and the test hooks' bookkeeping (faults, request counts, evictions).
+//!
+//! Objects are kept as their JSON text ([`Stored`]), serialized once per write: gets, lists and
+//! watches send those bytes as they are, and only writes, selectors and the test hooks parse
+//! them. A parsed `serde_json::Value` of a pod takes several times its JSON size, and the load
+//! harness (`src/bin/load-harness.rs`) stores 450,000 pods; serving a list of them from values
+//! would also re-serialize every page.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use axum::body::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -20,6 +28,26 @@ pub enum ChangeKind {
     Deleted,
 }
 
+/// A stored object: its JSON text as served, and its namespace (`""` for cluster-scoped
+/// objects) so that namespace filters need no parsing.
+#[derive(Debug)]
+pub struct Stored {
+    pub namespace: String,
+    pub json: Bytes,
+}
+
+impl Stored {
+    fn new(namespace: &str, object: &Value) -> Arc<Stored> {
+        let json = serde_json::to_vec(object).expect("JSON values serialize");
+        Arc::new(Stored { namespace: namespace.to_string(), json: Bytes::from(json) })
+    }
+
+    /// The object, parsed.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).expect("the store holds the JSON it serialized")
+    }
+}
+
 /// One write, as watches see it.
 #[derive(Debug)]
 pub struct Change {
@@ -27,9 +55,9 @@ pub struct Change {
     pub resource: usize,
     pub kind: ChangeKind,
     /// The object before the write (for `Modified`: to tell selector entries and exits apart).
-    pub old: Option<Arc<Value>>,
+    pub old: Option<Arc<Stored>>,
     /// The object after the write; for `Deleted`, its last state with the deletion's version.
-    pub new: Arc<Value>,
+    pub new: Arc<Stored>,
 }
 
 /// What the store tells every open watch.
@@ -127,14 +155,14 @@ pub(crate) struct State {
     pub resource_version: u64,
     /// Watches and continue tokens older than this are `410 Gone`.
     pub compacted: u64,
-    pub objects: HashMap<usize, BTreeMap<ObjectKey, Arc<Value>>>,
+    pub objects: HashMap<usize, BTreeMap<ObjectKey, Arc<Stored>>>,
     pub history: VecDeque<Arc<Change>>,
     pub faults: Vec<Fault>,
     pub requests: Vec<RequestRecord>,
     pub evictions: Vec<EvictionRecord>,
     /// Fixed answers to `GET <path>` (any query), for aggregated APIs the server does not model
-    /// (the metrics APIs and their discovery).
-    pub documents: HashMap<String, Value>,
+    /// (the metrics APIs and their discovery), as JSON text.
+    pub documents: HashMap<String, Bytes>,
     uid_counter: u64,
 }
 
@@ -200,12 +228,28 @@ impl Shared {
 }
 
 impl State {
-    pub fn get(&self, resource: usize, key: &ObjectKey) -> Option<Arc<Value>> {
+    pub fn get(&self, resource: usize, key: &ObjectKey) -> Option<Arc<Stored>> {
         self.objects.get(&resource).and_then(|m| m.get(key)).cloned()
     }
 
-    pub fn all(&self, resource: usize) -> Vec<Arc<Value>> {
+    /// The stored object, parsed.
+    pub fn value(&self, resource: usize, key: &ObjectKey) -> Option<Value> {
+        self.get(resource, key).map(|o| o.value())
+    }
+
+    /// Every object of a resource, ordered by namespace and name.
+    pub fn all(&self, resource: usize) -> Vec<Arc<Stored>> {
         self.objects.get(&resource).map(|m| m.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The objects of a resource after `key` (all of them without one), in key order.
+    pub fn after<'a>(
+        &'a self,
+        resource: usize,
+        key: Option<&ObjectKey>,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Stored>)> + 'a {
+        let lower = key.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        self.objects.get(&resource).into_iter().flat_map(move |m| m.range((lower.clone(), Bound::Unbounded)))
     }
 
     fn next_uid(&mut self) -> String {
@@ -227,7 +271,7 @@ impl State {
         notices: &broadcast::Sender<Notice>,
         resource: usize,
         mut object: Value,
-    ) -> Result<Arc<Value>, WriteError> {
+    ) -> Result<Arc<Stored>, WriteError> {
         let def = &RESOURCES[resource];
         let key = object_key(def, &object);
         if self.get(resource, &key).is_some() {
@@ -249,7 +293,7 @@ impl State {
             meta["creationTimestamp"] = json!(now_rfc3339());
         }
         meta["resourceVersion"] = json!(self.resource_version.to_string());
-        let object = Arc::new(object);
+        let object = Stored::new(&key.0, &object);
         self.objects.entry(resource).or_default().insert(key, object.clone());
         let rv = self.resource_version;
         self.record(
@@ -268,10 +312,11 @@ impl State {
         key: &ObjectKey,
         mut object: Value,
         expected_version: Option<&str>,
-    ) -> Result<Arc<Value>, WriteError> {
+    ) -> Result<Arc<Stored>, WriteError> {
         let def = &RESOURCES[resource];
         let old = self.get(resource, key).ok_or(WriteError::NotFound)?;
-        let current = old.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+        let old_value = old.value();
+        let current = old_value.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
         if expected_version.is_some_and(|v| !v.is_empty() && v != current) {
             return Err(WriteError::Conflict);
         }
@@ -281,14 +326,14 @@ impl State {
         obj.insert("kind".into(), json!(def.kind));
         let meta = obj.entry("metadata").or_insert_with(|| json!({}));
         for field in ["uid", "creationTimestamp"] {
-            meta[field] = old["metadata"][field].clone();
+            meta[field] = old_value["metadata"][field].clone();
         }
         meta["name"] = json!(key.1);
         if def.namespaced {
             meta["namespace"] = json!(key.0);
         }
         meta["resourceVersion"] = json!(self.resource_version.to_string());
-        let object = Arc::new(object);
+        let object = Stored::new(&key.0, &object);
         self.objects.entry(resource).or_default().insert(key.clone(), object.clone());
         let rv = self.resource_version;
         self.record(
@@ -304,12 +349,12 @@ impl State {
         notices: &broadcast::Sender<Notice>,
         resource: usize,
         key: &ObjectKey,
-    ) -> Result<Arc<Value>, WriteError> {
+    ) -> Result<Arc<Stored>, WriteError> {
         let old = self.objects.get_mut(&resource).and_then(|m| m.remove(key)).ok_or(WriteError::NotFound)?;
         self.resource_version += 1;
-        let mut last = (*old).clone();
+        let mut last = old.value();
         last["metadata"]["resourceVersion"] = json!(self.resource_version.to_string());
-        let last = Arc::new(last);
+        let last = Stored::new(&key.0, &last);
         let rv = self.resource_version;
         self.record(
             notices,

@@ -13,14 +13,12 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::handlers::{status_body, streaming_response};
 use super::resources::RESOURCES;
-use super::selectors::{FieldSelector, LabelSelector};
-use super::store::{Change, ChangeKind, Notice, Shared};
+use super::selectors::ObjectFilter;
+use super::store::{Change, ChangeKind, Notice, Shared, Stored};
 
 pub(crate) struct WatchRequest {
     resource: usize,
-    namespace: Option<String>,
-    labels: LabelSelector,
-    fields: FieldSelector,
+    filter: ObjectFilter,
     /// `None`: start from the current state, sending every matching object as `ADDED` first
     /// (`resourceVersion` unset or `"0"`).
     since: Option<u64>,
@@ -35,10 +33,7 @@ impl WatchRequest {
         namespace: Option<String>,
         params: &HashMap<String, String>,
     ) -> Result<Self, String> {
-        let labels = LabelSelector::parse(params.get("labelSelector").map(String::as_str).unwrap_or_default())
-            .map_err(|e| format!("invalid labelSelector: {e}"))?;
-        let fields = FieldSelector::parse(params.get("fieldSelector").map(String::as_str).unwrap_or_default())
-            .map_err(|e| format!("invalid fieldSelector: {e}"))?;
+        let filter = ObjectFilter::from_params(namespace, params)?;
         let since = match params.get("resourceVersion").map(String::as_str) {
             None | Some("") | Some("0") => None,
             Some(v) => Some(v.parse::<u64>().map_err(|_| format!("invalid resourceVersion {v:?}"))?),
@@ -51,15 +46,7 @@ impl WatchRequest {
         };
         let initial_events_end = params.get("sendInitialEvents").is_some_and(|v| v == "true")
             && params.get("allowWatchBookmarks").is_some_and(|v| v == "true");
-        Ok(WatchRequest { resource, namespace, labels, fields, since, timeout, initial_events_end })
-    }
-
-    fn matches(&self, object: &Value) -> bool {
-        self.namespace
-            .as_deref()
-            .is_none_or(|ns| object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns))
-            && self.labels.matches(object)
-            && self.fields.matches(object)
+        Ok(WatchRequest { resource, filter, since, timeout, initial_events_end })
     }
 
     /// The event this watch sees for a change, if any: an object leaving the selection is a
@@ -68,8 +55,8 @@ impl WatchRequest {
         if change.resource != self.resource {
             return None;
         }
-        let was = change.old.as_deref().is_some_and(|o| self.matches(o));
-        let is = self.matches(&change.new);
+        let was = change.old.as_deref().is_some_and(|o| self.filter.matches(o));
+        let is = self.filter.matches(&change.new);
         let kind = match change.kind {
             ChangeKind::Added if is => "ADDED",
             ChangeKind::Modified if was && is => "MODIFIED",
@@ -78,13 +65,24 @@ impl WatchRequest {
             ChangeKind::Deleted if was => "DELETED",
             _ => return None,
         };
-        Some(line(kind, &change.new))
+        Some(stored_line(kind, &change.new))
     }
 }
 
 fn line(kind: &str, object: &Value) -> Bytes {
     let mut bytes = serde_json::to_vec(&json!({"type": kind, "object": object})).expect("JSON values serialize");
     bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+/// [`line`] for a stored object: its JSON text is copied in as it is.
+fn stored_line(kind: &str, object: &Stored) -> Bytes {
+    let mut bytes = Vec::with_capacity(object.json.len() + kind.len() + 22);
+    bytes.extend_from_slice(b"{\"type\":\"");
+    bytes.extend_from_slice(kind.as_bytes());
+    bytes.extend_from_slice(b"\",\"object\":");
+    bytes.extend_from_slice(&object.json);
+    bytes.extend_from_slice(b"}\n");
     Bytes::from(bytes)
 }
 
@@ -112,20 +110,17 @@ pub(crate) fn watch_response(shared: Arc<Shared>, request: WatchRequest) -> Resp
                 (notices, vec![gone_line(Some(since), state.resource_version)], true)
             }
             Some(since) => {
-                let backlog = state
-                    .history
-                    .iter()
-                    .filter(|c| c.resource_version > since)
-                    .filter_map(|c| request.event_for(c))
-                    .collect();
+                // The history is in version order: skip what the client has seen without
+                // walking it (it holds every write since the last compaction).
+                let first = state.history.partition_point(|c| c.resource_version <= since);
+                let backlog = state.history.range(first..).filter_map(|c| request.event_for(c)).collect();
                 (notices, backlog, false)
             }
             None => {
                 let mut backlog: Vec<Bytes> = state
-                    .all(request.resource)
-                    .iter()
-                    .filter(|o| request.matches(o))
-                    .map(|o| line("ADDED", o))
+                    .after(request.resource, None)
+                    .filter(|(_, o)| request.filter.matches(o))
+                    .map(|(_, o)| stored_line("ADDED", o))
                     .collect();
                 if request.initial_events_end {
                     let def = &RESOURCES[request.resource];
