@@ -136,6 +136,26 @@ async fn view_contains_every_seeded_kind_after_sync() {
 }
 
 #[tokio::test]
+async fn initial_lists_read_the_watch_cache_unpaginated_as_informers_do() {
+    let server = FakeApiServer::start().await;
+    server.seed(&node("n1"));
+    server.seed(&pod("default", "p1", &[]));
+    let cluster = cluster(&server);
+    cluster.view().await.unwrap();
+    let lists: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && (r.path == "/api/v1/pods" || r.path == "/api/v1/nodes"))
+        .filter(|r| !r.query.contains("watch=true") && !r.query.contains("watch=1"))
+        .collect();
+    assert!(lists.len() >= 2, "{lists:?}");
+    for list in &lists {
+        assert!(list.query.contains("resourceVersion=0"), "{list:?}");
+        assert!(!list.query.contains("limit="), "{list:?}");
+    }
+}
+
+#[tokio::test]
 async fn view_is_transient_until_the_caches_sync() {
     let server = FakeApiServer::start().await;
     server.seed(&node("n1"));

@@ -127,7 +127,10 @@ impl KubeCluster {
         let mut tasks = Vec::new();
         // Lists read the API server's watch cache (`resourceVersion=0`), as client-go's
         // informers do: far cheaper for the server on big clusters.
-        let all = || watcher::Config::default().any_semantic();
+        // Without a page size: kube sends `resourceVersion=0` only on unpaginated lists (with a
+        // `limit` it drops it and the list goes to etcd, page after page, each spending the
+        // client's rate limit).
+        let all = || watcher::Config { page_size: None, ..watcher::Config::default().any_semantic() };
         let priority_config_map =
             all().fields(&format!("metadata.name={}", expander::priority::PRIORITY_CONFIG_MAP_NAME));
         KubeCluster {
