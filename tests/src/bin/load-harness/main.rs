@@ -57,6 +57,8 @@ usage: load-harness [--nodes N --pods P | --quick] [options]
   --burst-pods N           pods per burst (default 1000)
   --quiet-iterations N     iterations without bursts before the first one (default 5)
   --controller PATH        the cluster-autoscaler binary (default: beside this one)
+  --flag ARG               one more controller flag, e.g. --flag=--horizontal-pod-autoscaler-mode=off
+                           (repeatable)
   --work-dir DIR           kubeconfig, cloud-config and the controller's log (default: a temp dir)
   --min-available-gib G    stop a run when the machine's MemAvailable falls below G (default 2)
   --first-decision-timeout SECONDS   give up waiting for the first decision (default 1800)
@@ -80,6 +82,8 @@ struct Options {
     burst_pods: usize,
     quiet_iterations: u64,
     controller: PathBuf,
+    /// `--flag`: more arguments for the controller.
+    controller_flags: Vec<String>,
     work_dir: Option<PathBuf>,
     min_available: u64,
     first_decision_timeout: Duration,
@@ -94,13 +98,20 @@ impl Options {
             burst_pods: 1000,
             quiet_iterations: 5,
             controller: beside.unwrap_or_else(|| PathBuf::from("cluster-autoscaler")),
+            controller_flags: Vec::new(),
             work_dir: None,
             min_available: 2 << 30,
             first_decision_timeout: Duration::from_secs(1800),
         };
         let (mut nodes, mut pods, mut quick) = (None, None, false);
         let mut args = args.iter();
-        while let Some(flag) = args.next() {
+        while let Some(arg) = args.next() {
+            // `--flag=--x=y` as well as `--flag --x=y`.
+            if let Some(value) = arg.strip_prefix("--flag=") {
+                options.controller_flags.push(value.to_string());
+                continue;
+            }
+            let flag = arg;
             if flag == "--quick" {
                 quick = true;
                 continue;
@@ -117,6 +128,7 @@ impl Options {
                 "--burst-pods" => options.burst_pods = number()?.max(1) as usize,
                 "--quiet-iterations" => options.quiet_iterations = number()?,
                 "--controller" => options.controller = PathBuf::from(value),
+                "--flag" => options.controller_flags.push(value.clone()),
                 "--work-dir" => options.work_dir = Some(PathBuf::from(value)),
                 "--min-available-gib" => {
                     let gib: f64 = value.parse().map_err(|_| format!("{flag}: {value:?} is not a number"))?;
@@ -318,7 +330,7 @@ async fn run_size(options: &Options, nodes: usize, pods: usize) -> Result<Row, S
     write("kubeconfig", server.kubeconfig_yaml())?;
     write("cloud-config.yaml", cluster.cloud_config())?;
     let port = free_port();
-    let args = vec![
+    let mut args = vec![
         format!("--kubeconfig={}", dir.join("kubeconfig").display()),
         "--cloud-provider=static".to_string(),
         format!("--cloud-config={}", dir.join("cloud-config.yaml").display()),
@@ -329,6 +341,7 @@ async fn run_size(options: &Options, nodes: usize, pods: usize) -> Result<Row, S
     ];
     progress(&format!("  starting {} (log: {})", options.controller.display(), dir.join("controller.log").display()));
     let started = Instant::now();
+    args.extend(options.controller_flags.iter().cloned());
     let mut controller =
         Controller::start_binary(&options.controller, &dir, "controller", &args, &[("RUST_LOG", "info".to_string())]);
     let samples = Arc::new(Mutex::new(MemorySamples::default()));
@@ -478,7 +491,7 @@ fn gib(value: Option<u64>) -> String {
     value.map_or("-".into(), |v| format!("{:.2} GiB", v as f64 / GIB))
 }
 
-fn print_table(rows: &[Row]) {
+fn print_table(rows: &[Row], controller_flags: &[String]) {
     let header = [
         "nodes",
         "pods",
@@ -522,6 +535,9 @@ fn print_table(rows: &[Row]) {
     for line in lines {
         println!("{}", format_line(line));
     }
+    if !controller_flags.is_empty() {
+        println!("controller flags added: {}", controller_flags.join(" "));
+    }
     for r in rows.iter().filter(|r| r.stopped.is_some()) {
         println!("{} nodes / {} pods: {}", r.nodes, r.pods, r.stopped.as_deref().unwrap_or_default());
     }
@@ -558,6 +574,6 @@ async fn main() -> ExitCode {
         }
         release_free_memory();
     }
-    print_table(&rows);
+    print_table(&rows, &options.controller_flags);
     ExitCode::SUCCESS
 }
