@@ -255,7 +255,10 @@ fn a_duplicate_node_with_other_contents_exits_2_naming_both_places() {
     objects.push(node("g", "g-1", "64", "256Gi"));
     let f = files(&dump(&objects).to_string(), &groups().to_string());
     let out = run(&plan_args(&f.snapshot, &f.config, &[]));
-    assert_bad_input(&out, &["dump.json: items[4] (Node g-1)", "dump.json: items[0] (Node g-1), with other contents"]);
+    assert_bad_input(
+        &out,
+        &["dump.json:1: items[4] (Node g-1)", "dump.json: items[0] (Node g-1), with other contents"],
+    );
 }
 
 #[test]

@@ -94,6 +94,149 @@ fn render_path(path: &serde_path_to_error::Path, spanned_keys: &[&str]) -> Strin
     out
 }
 
+/// The line where the value at `path` (`spec.containers[0].resources`, as error paths are
+/// written) of document `document` of `text` is written: the line of its key, or of its list
+/// item. When the path goes deeper than the text (a missing field), the deepest part that is
+/// written. Only called to place an error, so reading the text again costs nothing on the
+/// happy path. JSON is read too (YAML's flow style covers it), except several JSON documents
+/// written back to back.
+pub fn line_of_path(text: &str, document: usize, path: &str, options: serde_saphyr::Options) -> Option<u64> {
+    let documents = serde_saphyr::from_multiple_with_options::<Spanned<Written>>(text, options).ok()?;
+    let root = documents.get(document)?;
+    let steps = path_steps(path);
+    let mut line = line_of(root);
+    let mut at = &root.value;
+    let mut i = 0;
+    while i < steps.len() {
+        match (at, &steps[i]) {
+            (Written::List(items), Step::Index(n)) => {
+                let Some(item) = items.get(*n) else { break };
+                line = line_of(item).or(line);
+                at = &item.value;
+                i += 1;
+            }
+            (Written::Map(entries), Step::Key(_)) => {
+                // Keys may hold dots (`nvidia.com/gpu`): the longest run of key steps that names
+                // an entry wins.
+                let run = steps[i..].iter().take_while(|s| matches!(s, Step::Key(_))).count();
+                let found = (1..=run).rev().find_map(|k| {
+                    let key = steps[i..i + k]
+                        .iter()
+                        .map(|s| if let Step::Key(k) = s { k.as_str() } else { "" })
+                        .collect::<Vec<_>>()
+                        .join(".");
+                    entries.iter().find(|(name, _)| name.value == key).map(|entry| (k, entry))
+                });
+                let Some((k, (name, value))) = found else { break };
+                line = line_of(name).or(line);
+                at = &value.value;
+                i += k;
+            }
+            _ => break,
+        }
+    }
+    line
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn path_steps(path: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for part in path.split('.') {
+        let (key, indices) = part.split_once('[').map_or((part, ""), |(k, rest)| (k, rest));
+        if !key.is_empty() {
+            steps.push(Step::Key(key.to_string()));
+        }
+        for index in indices.split('[') {
+            if let Ok(n) = index.trim_end_matches(']').parse() {
+                steps.push(Step::Index(n));
+            }
+        }
+    }
+    steps
+}
+
+/// A YAML document as written, with the line of every key and list item.
+enum Written {
+    Map(Vec<(Spanned<String>, Spanned<Written>)>),
+    List(Vec<Spanned<Written>>),
+    Scalar,
+}
+
+impl<'de> serde::Deserialize<'de> for Written {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(WrittenVisitor)
+    }
+}
+
+/// A key as written, whatever its scalar type (`80: http` has a number for a key).
+struct WrittenKey(String);
+
+impl<'de> serde::Deserialize<'de> for WrittenKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(WrittenKey(match Value::deserialize(deserializer)? {
+            Value::String(s) => s,
+            other => other.to_string(),
+        }))
+    }
+}
+
+struct WrittenVisitor;
+
+impl<'de> serde::de::Visitor<'de> for WrittenVisitor {
+    type Value = Written;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Written, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<WrittenKey>>()? {
+            let value = map.next_value::<Spanned<Written>>()?;
+            entries.push((Spanned { value: key.value.0, referenced: key.referenced, defined: key.defined }, value));
+        }
+        Ok(Written::Map(entries))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Written, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Written>>()? {
+            items.push(item);
+        }
+        Ok(Written::List(items))
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Written, D::Error> {
+        deserializer.deserialize_any(WrittenVisitor)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+    fn visit_none<E>(self) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+    fn visit_unit<E>(self) -> Result<Written, E> {
+        Ok(Written::Scalar)
+    }
+}
+
 /// YAML writes quantities unquoted (`cpu: 4`); Kubernetes types want strings. Numbers inside
 /// resource lists (`requests`, `limits`, `capacity`, `allocatable`, `overhead`) become strings.
 pub fn normalize_quantities(mut v: Value) -> Value {
@@ -162,6 +305,21 @@ mod tests {
         let error = from_str::<Doc>("groups:\n- id: a\n  maxSise: 1\n", "g.yaml", &["id"]).unwrap_err();
         assert!(error.message.contains("maxSise"), "{error}");
         assert_eq!(error.line, Some(3));
+    }
+
+    #[test]
+    fn paths_are_found_at_the_line_they_are_written_on() {
+        let yaml = "items:\n- kind: Pod\n  spec:\n    containers:\n    - name: a\n      resources:\n        requests: {nvidia.com/gpu: -1}\n- kind: Pod\n  spec: {}\n";
+        let line = |path: &str| line_of_path(yaml, 0, path, serde_saphyr::Options::default());
+        assert_eq!(line("items[0].spec.containers[0].resources"), Some(6));
+        assert_eq!(line("items[0].spec.containers[0].resources.requests.nvidia.com/gpu"), Some(7));
+        assert_eq!(line("items[1].spec"), Some(9));
+        // Deeper than written: the deepest part that is.
+        assert_eq!(line("items[1].spec.containers[3].image"), Some(9));
+        let json = "{\n  \"items\": [\n    {\n      \"kind\": \"Node\",\n      \"status\": {\"capacity\": {\"cpu\": \"-1\"}}\n    }\n  ]\n}\n";
+        assert_eq!(line_of_path(json, 0, "items[0].status.capacity.cpu", serde_saphyr::Options::default()), Some(5));
+        let documents = "kind: A\n---\nkind: B\nspec:\n  x: 1\n";
+        assert_eq!(line_of_path(documents, 1, "spec.x", serde_saphyr::Options::default()), Some(5));
     }
 
     #[test]

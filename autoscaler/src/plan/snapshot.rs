@@ -27,13 +27,41 @@ pub enum SnapshotError {
     Read { file: String, source: std::io::Error },
     #[error("{file}: not valid JSON or YAML: {message}")]
     Syntax { file: String, message: String },
-    #[error("{file}: {item}: field `{field}`: {message}")]
-    Object { file: String, item: String, field: String, message: String },
+    #[error("{file}{}: {item}: field `{field}`: {message}", at_line(line))]
+    Object { file: String, line: Option<u64>, item: String, field: String, message: String },
     #[error(
-        "{file}: {item}: the same kind, namespace and name as {first}, with other contents: \
-         which one is the cluster's is unknown (dump each object once)"
+        "{file}{}: {item}: the same kind, namespace and name as {first}, with other contents: \
+         which one is the cluster's is unknown (dump each object once)",
+        at_line(line)
     )]
-    Duplicate { file: String, item: String, first: String },
+    Duplicate { file: String, line: Option<u64>, item: String, first: String },
+}
+
+fn at_line(line: &Option<u64>) -> String {
+    line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
+impl SnapshotError {
+    /// Places an error about the object at `item_path` (`items[3]`, `[3]`, or empty for a whole
+    /// document) of document `document` of `text` at the line its field is written on.
+    fn placed(mut self, text: &str, document: usize, item_path: &str) -> SnapshotError {
+        let options = dump_yaml_options(text);
+        match &mut self {
+            SnapshotError::Object { line, field, .. } => {
+                let path = match (item_path, field.as_str()) {
+                    (_, ".") => item_path.to_string(),
+                    ("", f) => f.to_string(),
+                    (p, f) => format!("{p}.{f}"),
+                };
+                *line = cloudprovider::yaml::line_of_path(text, document, &path, options);
+            }
+            SnapshotError::Duplicate { line, .. } => {
+                *line = cloudprovider::yaml::line_of_path(text, document, item_path, options);
+            }
+            SnapshotError::Read { .. } | SnapshotError::Syntax { .. } => {}
+        }
+        self
+    }
 }
 
 /// The objects read so far, by API group, kind, namespace and name, with where each was read:
@@ -131,6 +159,7 @@ pub fn load_text_with_metrics(
     for (d, doc) in parse_documents(text, file)?.into_iter().enumerate() {
         let metrics_list = metrics.add(&doc).map_err(|message| SnapshotError::Object {
             file: file.into(),
+            line: None,
             item: format!("document {} ({})", d + 1, doc.get("kind").and_then(Value::as_str).unwrap_or("?")),
             field: "items".into(),
             message,
@@ -142,17 +171,20 @@ pub fn load_text_with_metrics(
             Value::Null => {}
             Value::Array(items) => {
                 for (i, item) in items.into_iter().enumerate() {
-                    add_object(view, seen, item, file, &format!("document {} item {i}", d + 1))?;
+                    add_object(view, seen, item, file, &format!("document {} item {i}", d + 1))
+                        .map_err(|e| e.placed(text, d, &format!("[{i}]")))?;
                 }
             }
             Value::Object(ref map) if map.get("items").is_some_and(Value::is_array) => {
                 let Value::Object(mut map) = doc else { unreachable!() };
                 let Some(Value::Array(items)) = map.remove("items") else { unreachable!() };
                 for (i, item) in items.into_iter().enumerate() {
-                    add_object(view, seen, item, file, &format!("items[{i}]"))?;
+                    add_object(view, seen, item, file, &format!("items[{i}]"))
+                        .map_err(|e| e.placed(text, d, &format!("items[{i}]")))?;
                 }
             }
-            other => add_object(view, seen, other, file, &format!("document {}", d + 1))?,
+            other => add_object(view, seen, other, file, &format!("document {}", d + 1))
+                .map_err(|e| e.placed(text, d, ""))?,
         }
     }
     Ok(())
@@ -174,6 +206,7 @@ fn describe(obj: &Value, position: &str) -> String {
 fn typed<T: DeserializeOwned>(obj: Value, seen: &mut Seen, file: &str, item: &str) -> Result<Arc<T>, SnapshotError> {
     let error = |e: ObjectError| SnapshotError::Object {
         file: file.into(),
+        line: None,
         item: item.into(),
         field: e.path,
         message: e.message,
@@ -199,6 +232,7 @@ fn add_object(
     if !obj.is_object() {
         return Err(SnapshotError::Object {
             file: file.into(),
+            line: None,
             item: position.into(),
             field: ".".into(),
             message: "expected a Kubernetes object".into(),
@@ -219,7 +253,7 @@ fn add_object(
                 return Ok(());
             }
             Some((first, _)) => {
-                return Err(SnapshotError::Duplicate { file: file.into(), item, first: first.clone() });
+                return Err(SnapshotError::Duplicate { file: file.into(), line: None, item, first: first.clone() });
             }
             None => {
                 seen.objects.insert(key, (format!("{file}: {item}"), obj.clone()));
@@ -277,6 +311,7 @@ fn add_object(
         ("", "") if obj.get("metadata").is_none() => {
             return Err(SnapshotError::Object {
                 file: file.into(),
+                line: None,
                 item: position.into(),
                 field: "kind".into(),
                 message: "missing kind and apiVersion".into(),
@@ -321,6 +356,7 @@ fn check_quantities(lists: Vec<(String, QuantityList<'_>)>, file: &str, item: &s
             if let Err(e) = simulator::quantity::parse_milli(&quantity.0) {
                 return Err(SnapshotError::Object {
                     file: file.into(),
+                    line: None,
                     item: item.into(),
                     field: format!("{path}.{name}"),
                     message: e.to_string(),
@@ -374,6 +410,27 @@ mod tests {
     }
 
     #[test]
+    fn errors_in_a_dump_name_the_line_of_the_field() {
+        let json = serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}}
+        ]}))
+        .unwrap();
+        let cpu_line = json.lines().position(|l| l.contains("\"cpu\"")).unwrap() as u64 + 1;
+        let err = load_text(&mut ClusterView::default(), &json, "dump.json").unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "dump.json:{cpu_line}: items[1] (Pod ns/p): field `spec.containers[0].resources.requests.cpu`"
+            )),
+            "{err}"
+        );
+        let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nstatus:\n  allocatable:\n    memory: lots\n";
+        let err = load_text(&mut ClusterView::default(), yaml, "dump.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("dump.yaml:11: document 2 (Node n2): field `status.allocatable.memory`"), "{err}");
+    }
+
+    #[test]
     fn storage_objects_turn_the_volume_filters_on() {
         let mut view = ClusterView::default();
         load_text(
@@ -419,7 +476,10 @@ mod tests {
             seen.warnings[1].starts_with("b.json: document 1 (Node n1): the same object as a.json: document 1 item 0")
         );
         let err = load_text_with_metrics(&mut view, &mut metrics, &mut seen, other, "c.json").unwrap_err().to_string();
-        assert!(err.starts_with("c.json: document 1 (Node n1): the same kind, namespace and name as a.json"), "{err}");
+        assert!(
+            err.starts_with("c.json:1: document 1 (Node n1): the same kind, namespace and name as a.json"),
+            "{err}"
+        );
         // Same name, another kind or namespace: not a duplicate.
         let pod =
             |ns: &str| format!(r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"n1","namespace":"{ns}"}}}}"#);

@@ -324,10 +324,8 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     };
     let groups = memory_file::parse_groups(file, raw.node_groups)?;
     let mut objects = Vec::new();
-    let object_lines: Vec<Option<u64>> = raw.objects.iter().map(line).collect();
     for (i, o) in raw.objects.into_iter().enumerate() {
-        let until = object_lines.get(i + 1).copied().flatten();
-        objects.push(check_object(&ctx, &format!("objects[{i}]"), o, until)?);
+        objects.push(check_object(&ctx, &format!("objects[{i}]"), o)?);
     }
     let mut events = Vec::new();
     for (i, e) in raw.events.into_iter().enumerate() {
@@ -353,7 +351,7 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
             actions.push(Action::Ramp { target: object_ref(r.kind, r.namespace, r.name), to, over });
         }
         if let Some(c) = e.create {
-            actions.push(Action::Create(check_object(&ctx, &field("create"), c, None)?));
+            actions.push(Action::Create(check_object(&ctx, &field("create"), c)?));
         }
         if let Some(d) = e.delete {
             let d = d.value;
@@ -436,9 +434,8 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
 
 /// Checks an object of the scenario as the API server would (and strictly: a field its type
 /// does not know is an error) and returns it with its quantities normalized. Errors point at
-/// the line of the field when it can be found before `until` (the next object), else at the
-/// object's first line.
-fn check_object(ctx: &Ctx, field: &str, o: Spanned<Value>, until: Option<u64>) -> Result<Value, ScenarioError> {
+/// the line the field is written on (the deepest part of its path that is written).
+fn check_object(ctx: &Ctx, field: &str, o: Spanned<Value>) -> Result<Value, ScenarioError> {
     let kind = o.value.get("kind").and_then(Value::as_str);
     let name = o.value.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str);
     if kind.is_none() {
@@ -451,31 +448,12 @@ fn check_object(ctx: &Ctx, field: &str, o: Spanned<Value>, until: Option<u64>) -
     match world::scenario_object(value.clone(), field) {
         Ok(_) => Ok(value),
         Err(WorldError::Invalid { field: path, message }) => {
-            let key = path.rsplit('.').next().unwrap_or_default().split('[').next().unwrap_or_default();
-            let at = key_line(ctx.text, line(&o), until, key).or(line(&o));
+            let at =
+                cloudprovider::yaml::line_of_path(ctx.text, 0, &path, serde_saphyr::Options::default()).or(line(&o));
             Err(ctx.err(path, at, message))
         }
         Err(other) => Err(ctx.err(field, line(&o), other.to_string())),
     }
-}
-
-/// The first line in `[from, until)` where `key` is written as a mapping key (`key:`), if any.
-fn key_line(text: &str, from: Option<u64>, until: Option<u64>, key: &str) -> Option<u64> {
-    let from = from?;
-    if key.is_empty() {
-        return None;
-    }
-    let pattern = format!("{key}:");
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| (i as u64 + 1, l))
-        .skip_while(|(n, _)| *n < from)
-        .take_while(|(n, _)| until.is_none_or(|u| *n < u))
-        .find(|(_, l)| {
-            l.match_indices(&pattern)
-                .any(|(at, _)| l[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_')))
-        })
-        .map(|(n, _)| n)
 }
 
 #[cfg(test)]
@@ -506,6 +484,16 @@ mod tests {
         let err = parse(&text, "s.yaml").unwrap_err();
         assert_eq!(err.line, Some(9), "{err}");
         assert!(err.to_string().contains("events[0]"), "{err}");
+    }
+
+    #[test]
+    fn a_typo_in_a_created_object_names_the_line_of_the_field() {
+        let text = format!(
+            "{MINIMAL}events:\n- at: 10m\n  create:\n    apiVersion: v1\n    kind: Pod\n    metadata: {{name: p}}\n    spec:\n      contianers: []\n- at: 20m\n  create: {{apiVersion: v1, kind: Pod, metadata: {{name: q}}, spec: {{containers: []}}}}\n"
+        );
+        let err = parse(&text, "s.yaml").unwrap_err();
+        assert_eq!(err.field, "events[0].create.spec.contianers", "{err}");
+        assert_eq!(err.line, Some(14), "{err}");
     }
 
     #[test]
