@@ -147,8 +147,13 @@ impl LoggingFlags {
             2..=4 => "debug",
             _ => "trace",
         };
+        // kube's HTTP layer logs every failed request as an ERROR ("failed with error …") naming
+        // neither the request nor the server; our callers log the same failure with both, so
+        // that layer is heard only from `-v 2` on.
+        let directives =
+            if level == "info" { format!("{level},kube_client::client::builder=off") } else { level.to_string() };
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
         let (writer, ansi) = match self.log_file_path() {
             None => (BoxMakeWriter::new(std::io::stderr), std::io::IsTerminal::is_terminal(&std::io::stderr())),
             Some(path) => {
