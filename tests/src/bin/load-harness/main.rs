@@ -34,6 +34,7 @@
 
 mod cluster;
 mod measure;
+mod plan;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +63,8 @@ usage: load-harness [--nodes N --pods P | --quick] [options]
   --work-dir DIR           kubeconfig, cloud-config and the controller's log (default: a temp dir)
   --min-available-gib G    stop a run when the machine's MemAvailable falls below G (default 2)
   --first-decision-timeout SECONDS   give up waiting for the first decision (default 1800)
+  --plan                   instead of the controller: write each size's cluster as a `kubectl get
+                           -o json` dump and time `cluster-autoscaler plan` on it (wall, peak RSS)
 ";
 
 const ITERATION_HISTOGRAM: &str = "cluster_autoscaler_function_duration_seconds";
@@ -87,6 +90,8 @@ struct Options {
     work_dir: Option<PathBuf>,
     min_available: u64,
     first_decision_timeout: Duration,
+    /// `--plan`: measure `plan` on a dump instead of the controller.
+    plan: bool,
 }
 
 impl Options {
@@ -102,6 +107,7 @@ impl Options {
             work_dir: None,
             min_available: 2 << 30,
             first_decision_timeout: Duration::from_secs(1800),
+            plan: false,
         };
         let (mut nodes, mut pods, mut quick) = (None, None, false);
         let mut args = args.iter();
@@ -114,6 +120,10 @@ impl Options {
             let flag = arg;
             if flag == "--quick" {
                 quick = true;
+                continue;
+            }
+            if flag == "--plan" {
+                options.plan = true;
                 continue;
             }
             if flag == "-h" || flag == "--help" {
@@ -563,6 +573,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if options.plan {
+        return plan::run(&options);
+    }
     let mut rows = Vec::new();
     for &(nodes, pods) in &options.sizes {
         match run_size(&options, nodes, pods).await {
