@@ -8,13 +8,14 @@
 //! without any says nothing about volumes, and the filters stay off.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 use cloudprovider::objects::{self, ObjectError, refused_value};
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -70,7 +71,9 @@ impl SnapshotError {
 /// warning; copies that differ are an error, since either could be the cluster's.
 #[derive(Debug, Default)]
 pub struct Seen {
-    objects: HashMap<(String, String, String, String), (String, Value)>,
+    /// Each object's place and fingerprint: keeping the objects themselves would hold the
+    /// whole dump a second time.
+    objects: HashMap<(String, String, String, String), (String, Fingerprint)>,
     /// The warnings about identical copies, one per copy.
     pub warnings: Vec<String>,
     /// (file, kind, field path without indices) → how many objects have that unknown field.
@@ -91,39 +94,302 @@ impl Seen {
     }
 }
 
+/// What tells two copies of an object apart: 128 bits of two keyed hashes over the object, its
+/// mappings in key order (two copies with their fields in another order are the same object, as
+/// JSON says). Two different objects share one with a chance of about 2^-128 per pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint(u64, u64);
+
+impl Fingerprint {
+    fn of(value: &Value) -> Fingerprint {
+        use std::hash::{Hash, Hasher};
+        fn feed(value: &Value, h: &mut impl Hasher) {
+            match value {
+                Value::Null => 0u8.hash(h),
+                Value::Bool(b) => (1u8, b).hash(h),
+                Value::Number(n) => (2u8, n.to_string()).hash(h),
+                Value::String(s) => (3u8, s).hash(h),
+                Value::Array(items) => {
+                    (4u8, items.len()).hash(h);
+                    items.iter().for_each(|item| feed(item, h));
+                }
+                Value::Object(map) => {
+                    (5u8, map.len()).hash(h);
+                    let mut entries: Vec<_> = map.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    for (key, value) in entries {
+                        key.hash(h);
+                        feed(value, h);
+                    }
+                }
+            }
+        }
+        let mut first = std::collections::hash_map::DefaultHasher::new();
+        let mut second = std::collections::hash_map::DefaultHasher::new();
+        0x5eed_u64.hash(&mut second);
+        feed(value, &mut first);
+        feed(value, &mut second);
+        Fingerprint(first.finish(), second.finish())
+    }
+}
+
 /// Reads one snapshot source (`-` for stdin) into the view (and metric lists into `metrics`).
+/// JSON is read as a stream, one object at a time, so a dump of many pods never sits in memory
+/// as text or as one JSON tree; YAML is read whole.
 pub fn load_into(
     view: &mut ClusterView,
     metrics: &mut MetricLists,
     seen: &mut Seen,
     source: &str,
 ) -> Result<(), SnapshotError> {
-    let text = if source == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| SnapshotError::Read { file: "<stdin>".into(), source: e })?;
-        s
-    } else {
-        std::fs::read_to_string(Path::new(source))
-            .map_err(|e| SnapshotError::Read { file: source.into(), source: e })?
-    };
     let name = if source == "-" { "<stdin>" } else { source };
+    let read_error = |e| SnapshotError::Read { file: name.into(), source: e };
+    let input: Box<dyn Read> = if source == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(Path::new(source)).map_err(read_error)?)
+    };
+    let mut input = std::io::BufReader::with_capacity(1 << 20, input);
+    let starts_json = loop {
+        let buffer = input.fill_buf().map_err(read_error)?;
+        if buffer.is_empty() {
+            break false;
+        }
+        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(at) => {
+                let first = buffer[at];
+                input.consume(at);
+                break first == b'{' || first == b'[';
+            }
+            None => {
+                let all = buffer.len();
+                input.consume(all);
+            }
+        }
+    };
+    if starts_json {
+        // The text is read again only to place an error at its line.
+        let text_again = || if source == "-" { None } else { std::fs::read_to_string(source).ok() };
+        return load_json(view, metrics, seen, input, name, text_again);
+    }
+    let mut text = String::new();
+    input.read_to_string(&mut text).map_err(read_error)?;
     load_text_with_metrics(view, metrics, seen, &text, name)
 }
 
-fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, SnapshotError> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        // JSON, possibly several concatenated objects (`kubectl get -o json` per resource).
-        let mut docs = Vec::new();
-        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-            docs.push(doc.map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })?);
+/// JSON documents, possibly several back to back (`kubectl get -o json` per resource): each
+/// `List`'s items are added as they are read.
+fn load_json<R: Read>(
+    view: &mut ClusterView,
+    metrics: &mut MetricLists,
+    seen: &mut Seen,
+    input: R,
+    file: &str,
+    text_again: impl Fn() -> Option<String>,
+) -> Result<(), SnapshotError> {
+    let mut reader = serde_json::Deserializer::from_reader(input);
+    let mut document = 0;
+    while reader.end().is_err() {
+        let mut target = Target { view, metrics, seen, file, document, failed: None };
+        let read = serde::de::DeserializeSeed::deserialize(DocumentSeed(&mut target), &mut reader);
+        if let Some((error, item_path)) = target.failed.take() {
+            return Err(match text_again() {
+                Some(text) => error.placed(&text, document, &item_path),
+                None => error,
+            });
         }
-        return Ok(docs);
+        read.map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })?;
+        document += 1;
     }
-    serde_saphyr::from_multiple_with_options::<Value>(text, dump_yaml_options(text))
-        .map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })
+    Ok(())
+}
+
+/// Where the objects of a JSON document go, and the first error of one (with its item's path).
+struct Target<'a> {
+    view: &'a mut ClusterView,
+    metrics: &'a mut MetricLists,
+    seen: &'a mut Seen,
+    file: &'a str,
+    document: usize,
+    failed: Option<(SnapshotError, String)>,
+}
+
+impl Target<'_> {
+    /// Adds one object; an error is kept and ends the reading (as a serde error, dropped).
+    fn add<E: serde::de::Error>(&mut self, object: Value, position: &str, item_path: String) -> Result<(), E> {
+        add_object(self.view, self.seen, object, self.file, position).map_err(|error| {
+            self.failed = Some((error, item_path));
+            E::custom("object refused")
+        })
+    }
+}
+
+struct DocumentSeed<'t, 'a>(&'t mut Target<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for DocumentSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DocumentSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Kubernetes object, a List or an array of objects")
+    }
+
+    /// A bare array of objects.
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let d = self.0.document + 1;
+        let mut i = 0;
+        while let Some(item) = seq.next_element::<Value>()? {
+            self.0.add(item, &format!("document {d} item {i}"), format!("[{i}]"))?;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// An object or a `List`. A List's items are added as they come; those without a kind are
+    /// kept until the List's own kind is known (kubectl writes `items` before `kind`): a metrics
+    /// API answer (`PodMetricsList`) has items without kinds.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut fields = serde_json::Map::new();
+        let mut kindless: Vec<(usize, Value)> = Vec::new();
+        let mut streamed = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "items" && !streamed {
+                streamed = map.next_value_seed(ItemsSeed {
+                    target: &mut *self.0,
+                    kindless: &mut kindless,
+                    fields: &mut fields,
+                })?;
+                continue;
+            }
+            let value: Value = map.next_value()?;
+            fields.insert(key, value);
+        }
+        let kind = fields.get("kind").and_then(Value::as_str).unwrap_or("");
+        let target = self.0;
+        if streamed && MetricLists::is_metrics_kind(kind) {
+            fields.insert("items".into(), Value::Array(kindless.into_iter().map(|(_, item)| item).collect()));
+            return add_metrics(target, &Value::Object(fields));
+        }
+        if streamed {
+            for (i, item) in kindless {
+                target.add(item, &format!("items[{i}]"), format!("items[{i}]"))?;
+            }
+            return Ok(());
+        }
+        let metrics_kind = MetricLists::is_metrics_kind(kind);
+        let document = Value::Object(fields);
+        if metrics_kind {
+            return add_metrics(target, &document);
+        }
+        let d = target.document + 1;
+        target.add(document, &format!("document {d}"), String::new())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// Reads a metrics API answer into the metric lists.
+fn add_metrics<E: serde::de::Error>(target: &mut Target<'_>, document: &Value) -> Result<(), E> {
+    let d = target.document + 1;
+    target.metrics.add(document).map(|_| ()).map_err(|message| {
+        let kind = document.get("kind").and_then(Value::as_str).unwrap_or("?");
+        let error = SnapshotError::Object {
+            file: target.file.into(),
+            line: None,
+            item: format!("document {d} ({kind})"),
+            field: "items".into(),
+            message,
+        };
+        target.failed = Some((error, String::new()));
+        E::custom("metrics refused")
+    })
+}
+
+/// A document's `items`: when a list, each item is added as it is read (true); anything else
+/// is kept as the document's field (false).
+struct ItemsSeed<'t, 'a> {
+    target: &'t mut Target<'a>,
+    kindless: &'t mut Vec<(usize, Value)>,
+    fields: &'t mut serde_json::Map<String, Value>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ItemsSeed<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ItemsSeed<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of objects")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let mut i = 0;
+        while let Some(item) = seq.next_element::<Value>()? {
+            let kind = item.get("kind").and_then(Value::as_str);
+            if kind.is_some_and(|k| !MetricLists::is_metrics_kind(k)) {
+                self.target.add(item, &format!("items[{i}]"), format!("items[{i}]"))?;
+            } else {
+                self.kindless.push((i, item));
+            }
+            i += 1;
+        }
+        Ok(true)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        self.fields.insert("items".into(), value);
+        Ok(false)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+        self.fields.insert("items".into(), Value::String(v.into()));
+        Ok(false)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
+        self.fields.insert("items".into(), Value::Bool(v));
+        Ok(false)
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<bool, E> {
+        self.fields.insert("items".into(), Value::from(v));
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<bool, E> {
+        self.fields.insert("items".into(), Value::from(v));
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<bool, E> {
+        self.fields.insert("items".into(), Value::from(v));
+        Ok(false)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        self.fields.insert("items".into(), Value::Null);
+        Ok(false)
+    }
 }
 
 /// serde-saphyr's default budget (250,000 nodes, 1,000,000 events, 1,024 documents, depth 64)
@@ -156,7 +422,13 @@ pub fn load_text_with_metrics(
     text: &str,
     file: &str,
 ) -> Result<(), SnapshotError> {
-    for (d, doc) in parse_documents(text, file)?.into_iter().enumerate() {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return load_json(view, metrics, seen, text.as_bytes(), file, || Some(text.to_string()));
+    }
+    let documents = serde_saphyr::from_multiple_with_options::<Value>(text, dump_yaml_options(text))
+        .map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })?;
+    for (d, doc) in documents.into_iter().enumerate() {
         let metrics_list = metrics.add(&doc).map_err(|message| SnapshotError::Object {
             file: file.into(),
             line: None,
@@ -203,7 +475,12 @@ fn describe(obj: &Value, position: &str) -> String {
 /// A dump comes from an API server that may be newer than our types: fields they do not know are
 /// counted (and reported once per field), not refused. Values the API server would have refused
 /// are refused.
-fn typed<T: DeserializeOwned>(obj: Value, seen: &mut Seen, file: &str, item: &str) -> Result<Arc<T>, SnapshotError> {
+fn typed<T: DeserializeOwned + kube::Resource + 'static>(
+    obj: Value,
+    seen: &mut Seen,
+    file: &str,
+    item: &str,
+) -> Result<Arc<T>, SnapshotError> {
     let error = |e: ObjectError| SnapshotError::Object {
         file: file.into(),
         line: None,
@@ -215,10 +492,11 @@ fn typed<T: DeserializeOwned>(obj: Value, seen: &mut Seen, file: &str, item: &st
     if let Some(e) = refused_value(&kind, &obj) {
         return Err(error(e));
     }
-    let read = objects::read::<T>(obj).map_err(error)?;
+    let mut read = objects::read::<T>(obj).map_err(error)?;
     for path in read.unknown_fields {
         *seen.unknown_fields.entry((file.to_string(), kind.clone(), objects::path_pattern(&path))).or_default() += 1;
     }
+    crate::core::compact::compact(&mut read.object, |o| o.meta_mut());
     Ok(Arc::new(read.object))
 }
 
@@ -247,8 +525,9 @@ fn add_object(
     let (namespace, name) = (field("namespace"), field("name"));
     if !name.is_empty() {
         let key = (group.to_string(), kind.clone(), namespace, name);
+        let fingerprint = Fingerprint::of(&obj);
         match seen.objects.get(&key) {
-            Some((first, copy)) if *copy == obj => {
+            Some((first, copy)) if *copy == fingerprint => {
                 seen.warnings.push(format!("{file}: {item}: the same object as {first}; read once"));
                 return Ok(());
             }
@@ -256,7 +535,7 @@ fn add_object(
                 return Err(SnapshotError::Duplicate { file: file.into(), line: None, item, first: first.clone() });
             }
             None => {
-                seen.objects.insert(key, (format!("{file}: {item}"), obj.clone()));
+                seen.objects.insert(key, (format!("{file}: {item}"), fingerprint));
             }
         }
     }
@@ -428,6 +707,61 @@ mod tests {
         let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nstatus:\n  allocatable:\n    memory: lots\n";
         let err = load_text(&mut ClusterView::default(), yaml, "dump.yaml").unwrap_err().to_string();
         assert!(err.starts_with("dump.yaml:11: document 2 (Node n2): field `status.allocatable.memory`"), "{err}");
+    }
+
+    #[test]
+    fn metrics_lists_are_read_though_their_items_come_before_their_kind() {
+        // kubectl writes keys in order: `items` before `kind`.
+        let text = r#"{"apiVersion":"metrics.k8s.io/v1beta1","items":[
+            {"metadata":{"name":"p","namespace":"ns"},"timestamp":"2026-01-01T00:00:00Z","window":"30s",
+             "containers":[{"name":"c","usage":{"cpu":"250m","memory":"1Gi"}}]}],
+            "kind":"PodMetricsList","metadata":{}}"#;
+        let (mut view, mut metrics, mut seen) = (ClusterView::default(), MetricLists::default(), Seen::default());
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, text, "m.json").unwrap();
+        assert!(!metrics.is_empty(), "the pod metrics were read");
+        let bad = text.replace("250m", "lots");
+        let err = load_text_with_metrics(&mut view, &mut MetricLists::default(), &mut seen, &bad, "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m.json:1: document 1 (PodMetricsList): field `items`: items[0].containers.usage.cpu"),
+            "{err}"
+        );
+        // The same items in a plain List are not metrics: without a kind they are not objects.
+        let list = text.replace("PodMetricsList", "List");
+        let mut metrics = MetricLists::default();
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, &list, "l.json").unwrap();
+        assert!(metrics.is_empty());
+    }
+
+    #[test]
+    fn json_files_are_read_as_a_stream_with_errors_placed() {
+        let dir = std::env::temp_dir().join(format!("snapshot-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dump.json");
+        let pods: Vec<Value> = (0..3)
+            .map(|i| serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("p{i}"), "namespace": "ns"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": if i == 2 { "-1" } else { "1" }}}}]}}))
+            .collect();
+        let good = serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "items": &pods[..2]})).unwrap();
+        // Two documents back to back, as `kubectl get -o json` per resource writes them.
+        std::fs::write(&path, format!("\n\n{good}\n{good}")).unwrap();
+        let (mut view, mut metrics, mut seen) = (ClusterView::default(), MetricLists::default(), Seen::default());
+        load_into(&mut view, &mut metrics, &mut seen, path.to_str().unwrap()).unwrap();
+        assert_eq!(view.pods.len(), 2, "the second document repeats the first: read once");
+        let bad = serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "items": pods})).unwrap();
+        std::fs::write(&path, &bad).unwrap();
+        let line = bad.lines().position(|l| l.contains("\"-1\"")).unwrap() + 1;
+        let err = load_into(&mut ClusterView::default(), &mut metrics, &mut Seen::default(), path.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(&format!("{}:{line}: items[2] (Pod ns/p2)", path.display())), "{err}");
+        std::fs::write(&path, "{\"kind\": \"List\", \"items\": [{\"kind\": \"Pod\"").unwrap();
+        let err = load_into(&mut ClusterView::default(), &mut metrics, &mut Seen::default(), path.to_str().unwrap())
+            .unwrap_err();
+        assert!(matches!(err, SnapshotError::Syntax { .. }), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -86,13 +86,21 @@ impl MetricLists {
         self.pod_usage.is_empty() && self.custom.is_empty() && self.external.is_empty()
     }
 
+    /// Whether a document of this kind is a metrics API answer (read by [`Self::add`]).
+    pub fn is_metrics_kind(kind: &str) -> bool {
+        matches!(kind, "PodMetricsList" | "PodMetrics" | "MetricValueList" | "ExternalMetricValueList")
+    }
+
     /// Adds a metrics list document; returns false for documents of other kinds.
     pub fn add(&mut self, doc: &Value) -> Result<bool, String> {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
-        let items = doc.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+        if !Self::is_metrics_kind(kind) {
+            return Ok(false);
+        }
+        let items = doc.get("items").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         match kind {
             "PodMetricsList" | "PodMetrics" => {
-                let items = if kind == "PodMetrics" { vec![doc.clone()] } else { items };
+                let items = if kind == "PodMetrics" { std::slice::from_ref(doc) } else { items };
                 for (i, item) in items.iter().enumerate() {
                     let meta = item.get("metadata");
                     let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
@@ -158,12 +166,12 @@ impl MetricLists {
 /// A `MetricsSource` answering from metric lists, selecting pods through the view's pods.
 pub struct FileMetrics<'a> {
     pub lists: &'a MetricLists,
-    pub pods: &'a [Arc<Pod>],
+    pub pods: &'a super::PodsByNamespace,
 }
 
 impl FileMetrics<'_> {
     fn selected<'p>(&'p self, namespace: &'p str, selector: &'p Selector) -> impl Iterator<Item = &'p Pod> + 'p {
-        super::pods_in(self.pods, namespace, selector).map(|p| &**p)
+        self.pods.selected(namespace, selector).map(|p| &**p)
     }
 }
 
@@ -277,7 +285,7 @@ mod tests {
         for item in [v1beta1, v1beta2] {
             let mut lists = MetricLists::default();
             assert!(lists.add(&json!({"kind": "MetricValueList", "items": [item]})).unwrap());
-            let metrics = FileMetrics { lists: &lists, pods: &[] };
+            let metrics = FileMetrics { lists: &lists, pods: &Default::default() };
             let metric = MetricIdentifier { name: "rps".into(), selector: None };
             let target = CrossVersionObjectReference {
                 kind: "Service".into(),
