@@ -4,6 +4,7 @@
 
 pub mod cloud;
 pub mod cluster_state;
+pub mod compact;
 pub mod counting;
 pub mod decide;
 pub mod fixtures;

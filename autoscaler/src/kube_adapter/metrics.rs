@@ -13,18 +13,18 @@ use std::sync::{Arc, RwLock};
 
 use ::kube::Client;
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, MetricIdentifier};
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 use simulator::labels::{Selector, format_label_selector};
 
 use crate::core::ClusterView;
 use crate::hpa::{MetricsError, MetricsSource, PodMetricsInfo, PodResourceMetrics};
+use crate::podscaling::PodsByNamespace;
 use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
 
 #[derive(Default)]
 struct Fetched {
     lists: MetricLists,
-    pods: Vec<Arc<Pod>>,
+    pods: PodsByNamespace,
 }
 
 pub struct KubeMetrics {
@@ -193,7 +193,7 @@ impl KubeMetrics {
             }
         }
         let mut fetched = self.fetched.write().unwrap_or_else(|p| p.into_inner());
-        *fetched = Fetched { lists, pods: view.pods.clone() };
+        *fetched = Fetched { lists, pods: PodsByNamespace::new(&view.pods) };
     }
 
     fn with<T>(&self, f: impl FnOnce(&FileMetrics) -> T) -> T {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ::kube::runtime::reflector::{self, Store};
 use ::kube::runtime::{WatchStreamExt, watcher};
-use ::kube::{Api, Client, Resource, ResourceExt};
+use ::kube::{Api, Client, Resource};
 use async_trait::async_trait;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -92,7 +92,7 @@ where
     let server = server.to_string();
     let stream = watcher(api, config)
         .default_backoff()
-        .modify(|object: &mut K| object.managed_fields_mut().clear())
+        .modify(|object: &mut K| crate::core::compact::compact(object, |o| o.meta_mut()))
         .reflect(writer);
     tasks.push(tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);

@@ -177,7 +177,8 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
     // The pod autoscalers run first in a loop (a freshly started controller's first
     // reconcile); their scale-ups are anticipated by the node autoscaler's decision.
     let mut pod_scaling = PodScaling::new(options.hpa.clone());
-    let file_metrics = FileMetrics { lists: &metric_lists, pods: &view.pods };
+    let pods_by_namespace = crate::podscaling::PodsByNamespace::new(&view.pods);
+    let file_metrics = FileMetrics { lists: &metric_lists, pods: &pods_by_namespace };
     // A live cluster's metrics APIs, unless metric files were given.
     let metrics: &dyn crate::hpa::MetricsSource = match &live {
         Some(live) if args.metrics.is_empty() => &live.metrics,

@@ -9,7 +9,7 @@
 
 pub mod file_metrics;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
@@ -154,27 +154,42 @@ fn key(meta: &ObjectMeta) -> String {
     format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref().unwrap_or(""))
 }
 
-/// The pods of `namespace` that `selector` selects: what a pod autoscaler and its metrics
-/// sources count.
-pub(crate) fn pods_in<'p>(
-    pods: &'p [Arc<Pod>],
-    namespace: &'p str,
-    selector: &'p Selector,
-) -> impl Iterator<Item = &'p Arc<Pod>> + 'p {
-    pods.iter().filter(move |p| {
-        p.metadata.namespace.as_deref().unwrap_or("default") == namespace
-            && selector.matches(p.metadata.labels.as_ref())
-    })
+/// The pods of each namespace, gathered once per pass: a pod autoscaler's selector is matched
+/// against its own namespace's pods only (a pass over every pod for each of hundreds of
+/// autoscalers was most of `plan` on a large dump).
+#[derive(Debug, Default)]
+pub struct PodsByNamespace(HashMap<String, Vec<Arc<Pod>>>);
+
+impl PodsByNamespace {
+    pub fn new(pods: &[Arc<Pod>]) -> PodsByNamespace {
+        let mut by_namespace: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
+        for pod in pods {
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+            match by_namespace.get_mut(namespace) {
+                Some(list) => list.push(pod.clone()),
+                None => {
+                    by_namespace.insert(namespace.to_string(), vec![pod.clone()]);
+                }
+            }
+        }
+        PodsByNamespace(by_namespace)
+    }
+
+    /// The pods of `namespace` that `selector` selects: what a pod autoscaler and its metrics
+    /// sources count.
+    pub fn selected<'p>(&'p self, namespace: &str, selector: &'p Selector) -> impl Iterator<Item = &'p Arc<Pod>> + 'p {
+        self.0.get(namespace).into_iter().flatten().filter(move |p| selector.matches(p.metadata.labels.as_ref()))
+    }
 }
 
-fn selected_pods(view: &ClusterView, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
+fn selected_pods(pods: &PodsByNamespace, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
     let Some(selector) = selector else { return Vec::new() };
-    pods_in(&view.pods, namespace, selector).cloned().collect()
+    pods.selected(namespace, selector).cloned().collect()
 }
 
 /// What a pod autoscaler sees of its target: the scale subresource and the pods it selects.
-fn scale_and_pods(view: &ClusterView, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<Pod>>) {
-    let pods = selected_pods(view, namespace, target.selector.as_ref());
+fn scale_and_pods(pods: &PodsByNamespace, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<Pod>>) {
+    let pods = selected_pods(pods, namespace, target.selector.as_ref());
     let scale = HpaScale {
         spec_replicas: target.spec_replicas,
         status_replicas: target.status_replicas,
@@ -198,6 +213,7 @@ impl PodScaling {
         now: Timestamp,
     ) -> Vec<AutoscalerReport> {
         let mut out = Vec::new();
+        let by_namespace = PodsByNamespace::new(&view.pods);
         for hpa in &view.hpas {
             let name = key(&hpa.metadata);
             let namespace = hpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
@@ -210,7 +226,7 @@ impl PodScaling {
                 name: reference.name.clone(),
             };
             let Some(t) = target(&wanted) else { continue };
-            let (scale, pods) = scale_and_pods(view, &namespace, &t);
+            let (scale, pods) = scale_and_pods(&by_namespace, &namespace, &t);
             let state = self.hpa_states.entry(name.clone()).or_default();
             let decision = reconcile_hpa(hpa, &scale, &pods, metrics, &self.config, state, now);
             let status = decision.status(hpa.status.as_ref(), now);
@@ -245,7 +261,7 @@ impl PodScaling {
                 name: reference.name.clone(),
             };
             let Some(t) = target(&wanted) else { continue };
-            let (scale, pods) = scale_and_pods(view, &namespace, &t);
+            let (scale, pods) = scale_and_pods(&by_namespace, &namespace, &t);
             let state = self.wpa_states.entry(name.clone()).or_insert_with(|| WpaState::from_object(wpa));
             let decision = reconcile_wpa(wpa, &scale, &pods, metrics, state, now);
             let report = AutoscalerReport {

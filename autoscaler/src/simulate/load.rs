@@ -177,8 +177,8 @@ impl MetricsSource for LoadModel {
         let now = cluster.now();
         let view = cluster.view();
         drop(cluster);
-        let pods: Vec<&Arc<k8s_openapi::api::core::v1::Pod>> =
-            crate::podscaling::pods_in(&view.pods, namespace, selector).collect();
+        let by_namespace = crate::podscaling::PodsByNamespace::new(&view.pods);
+        let pods: Vec<&Arc<k8s_openapi::api::core::v1::Pod>> = by_namespace.selected(namespace, selector).collect();
         // The load whose target's pods these are.
         let load = self.loads.iter().find_map(|l| match &l.0 {
             Load::Cpu { target, cost_milli_per_unit, trace } if target.namespace == namespace => {

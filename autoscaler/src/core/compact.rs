@@ -1,0 +1,124 @@
+//! What of an observed object the autoscaler keeps. Objects from the API server (the
+//! controller's watches, `plan`'s live reads) and from dumps are trimmed as they arrive to the
+//! parts a decision reads: on a large cluster most of a pod's bytes are its containers'
+//! environment, commands and probes, `managedFields` and kubectl's last-applied copy of the
+//! whole object, the containers' states, and a node's list of cached images. None of these is read by the scheduler's
+//! filters, the drain rules, the pod autoscalers or the reports.
+
+use std::any::Any;
+
+use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// kubectl's copy of the object as last applied: as big as the object, never read.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Trims `object` (of any kind) to what the autoscaler reads.
+pub fn compact<K: Any>(object: &mut K, meta: impl FnOnce(&mut K) -> &mut ObjectMeta) {
+    compact_meta(meta(object));
+    let object = object as &mut dyn Any;
+    if let Some(pod) = object.downcast_mut::<Pod>() {
+        compact_pod(pod);
+    } else if let Some(node) = object.downcast_mut::<Node>() {
+        compact_node(node);
+    }
+}
+
+fn compact_meta(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
+/// Containers keep their name, image, resources, ports (host ports are a scheduling filter) and
+/// restart policy (a sidecar's is); the rest only matters to the kubelet.
+/// The status keeps its phase, conditions, start time and nominated node; the containers'
+/// states and the pod's addresses are the kubelet's.
+fn compact_pod(pod: &mut Pod) {
+    if let Some(status) = pod.status.as_mut() {
+        status.container_statuses = None;
+        status.init_container_statuses = None;
+        status.ephemeral_container_statuses = None;
+        status.pod_ips = None;
+        status.host_ips = None;
+    }
+    let Some(spec) = pod.spec.as_mut() else { return };
+    let containers = spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten());
+    containers.for_each(compact_container);
+}
+
+fn compact_container(container: &mut Container) {
+    container.env = None;
+    container.env_from = None;
+    container.command = None;
+    container.args = None;
+    container.liveness_probe = None;
+    container.readiness_probe = None;
+    container.startup_probe = None;
+    container.lifecycle = None;
+    container.volume_mounts = None;
+    container.volume_devices = None;
+    container.security_context = None;
+}
+
+/// A node keeps everything but the images its kubelet has cached (dozens of names per node).
+fn compact_node(node: &mut Node) {
+    if let Some(status) = node.status.as_mut() {
+        status.images = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{EnvVar, NodeStatus, PodSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    use super::*;
+
+    #[test]
+    fn pods_keep_what_decisions_read_and_lose_the_rest() {
+        let container = Container {
+            name: "c".into(),
+            env: Some(vec![EnvVar { name: "A".into(), ..Default::default() }]),
+            command: Some(vec!["run".into()]),
+            resources: Some(ResourceRequirements {
+                requests: Some([("cpu".to_string(), Quantity("1".into()))].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut pod = Pod {
+            metadata: ObjectMeta {
+                annotations: Some(
+                    [(LAST_APPLIED.to_string(), "{}".to_string()), ("keep".to_string(), "me".to_string())].into(),
+                ),
+                managed_fields: Some(vec![Default::default()]),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                containers: vec![container.clone()],
+                init_containers: Some(vec![container]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        compact(&mut pod, |p| &mut p.metadata);
+        assert_eq!(pod.metadata.managed_fields, None);
+        assert_eq!(
+            pod.metadata.annotations.as_ref().map(|a| a.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["keep".to_string()])
+        );
+        let spec = pod.spec.unwrap();
+        for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
+            assert_eq!((c.env.as_ref(), c.command.as_ref()), (None, None));
+            assert!(c.resources.as_ref().and_then(|r| r.requests.as_ref()).is_some_and(|r| r.contains_key("cpu")));
+        }
+        let mut node = Node {
+            status: Some(NodeStatus { images: Some(vec![Default::default()]), ..Default::default() }),
+            ..Default::default()
+        };
+        compact(&mut node, |n| &mut n.metadata);
+        assert_eq!(node.status.unwrap().images, None);
+    }
+}
