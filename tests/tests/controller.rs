@@ -442,6 +442,77 @@ async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
     assert!(server.get::<Pod>(Some("default"), "keeper").is_some());
 }
 
+/// Issue 13, faults under load: the API server fails the initial pod list (503), a node read
+/// (500), a taint write (409 conflicts), an eviction (429, as a PDB or priority-and-fairness
+/// would) and answers the status ConfigMap slowly. The controller retries each and finishes the
+/// same scale-down it would without faults; the node holding an unevictable pod is never tainted
+/// for deletion and that pod is never evicted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_server_errors_conflicts_and_slow_answers_are_retried_without_a_wrong_deletion() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "api-faults");
+    for name in ["a", "b", "c"] {
+        server.seed_value(static_node(name)).unwrap();
+    }
+    server.seed(&ReplicaSet {
+        metadata: meta("default", "web", &[]),
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(2),
+            selector: LabelSelector {
+                match_labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    for (pod, node) in [("web-a", "a"), ("web-b", "b")] {
+        let mut p = running_pod(pod, 100, node);
+        p.metadata.labels = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web".into(),
+            uid: "uid-web".into(),
+            controller: Some(true),
+            ..Default::default()
+        }]);
+        server.seed(&p);
+    }
+    let mut keeper = running_pod("keeper", 100, "c");
+    keeper.metadata.annotations =
+        Some(BTreeMap::from([("cluster-autoscaler.kubernetes.io/safe-to-evict".to_string(), "false".to_string())]));
+    server.seed(&keeper);
+    let faults = [
+        Fault::new("/api/v1/pods", 503).verb(Verb::List).times(3),
+        Fault::new("/api/v1/nodes/a", 500).verb(Verb::Get).times(2),
+        Fault::new("/api/v1/nodes/b", 409).verb(Verb::Update).times(2),
+        Fault::new("/api/v1/namespaces/default/pods/web-a/eviction", 429).verb(Verb::Create).times(3),
+        Fault::slow(format!("/api/v1/namespaces/kube-system/configmaps/{STATUS}"), Duration::from_secs(2)).times(3),
+    ];
+    for fault in faults {
+        server.inject_fault(fault);
+    }
+    let mut args = flags(&dir, free_port(), &[]);
+    args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
+    args.extend(
+        ["--cloud-provider=static", "--nodes=0:3:pool", "--node-delete-delay-after-taint=0s"].map(String::from),
+    );
+    let mut controller = Controller::start(&dir, "controller", &args);
+    eventually(&format!("both replicated pods evicted (log: {})", controller.log()), || async {
+        let evicted: Vec<String> = server.evictions().into_iter().filter(|e| e.status == 201).map(|e| e.name).collect();
+        (evicted.contains(&"web-a".to_string()) && evicted.contains(&"web-b".to_string())).then_some(())
+    })
+    .await;
+    let left: Vec<String> =
+        server.pending_faults().iter().filter(|f| f.status.is_some()).map(|f| f.path.clone()).collect();
+    assert!(left.is_empty(), "every failure was met and retried past: {left:?}");
+    assert!(server.evictions().iter().all(|e| e.name != "keeper"), "the unevictable pod is never evicted");
+    assert!(!has_taint(&server, "c", "ToBeDeletedByClusterAutoscaler"), "the keeper's node is not being deleted");
+    assert!(server.get::<Pod>(Some("default"), "keeper").is_some());
+    assert!(controller.try_exit().is_none(), "the controller kept running; log: {}", controller.log());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     let server = FakeApiServer::start().await;
