@@ -567,6 +567,48 @@ async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     assert!(server.get::<ConfigMap>(Some("kube-system"), STATUS).is_none(), "no status after the loss");
 }
 
+/// SIGTERM while an iteration waits on a slow API server: the iteration is cancelled at its next
+/// await and the process exits cleanly at once, not after the slow answer (Kubernetes kills a pod
+/// 30 s after SIGTERM by default). Nothing is written after the signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_slow_iteration_exits_at_once_without_writing() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "sigterm");
+    // Leftover taints of a previous run: the first iteration reads each node, then writes it;
+    // node a's read is answered slowly.
+    for name in ["a", "b"] {
+        server
+            .seed_value(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "spec": {"unschedulable": true, "taints": [
+                    {"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}]}}))
+            .unwrap();
+    }
+    server.inject_fault(Fault::slow("/api/v1/nodes/a", Duration::from_secs(120)).verb(Verb::Get));
+    let mut args = flags(&dir, free_port(), &[]);
+    args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
+    args.extend(["--cloud-provider=static", "--nodes=0:3:pool"].map(String::from));
+    let mut controller = Controller::start(&dir, "sigterm", &args);
+    // The slow answer's fault is used up when the request arrives.
+    eventually("the iteration waiting on node a", || async {
+        server.pending_faults().iter().all(|f| f.path != "/api/v1/nodes/a").then_some(())
+    })
+    .await;
+    controller.terminate();
+    // Well under the slow answer's 120 s: the exit does not wait for it.
+    let status = controller.wait_exit(Duration::from_secs(20)).await;
+    let log = controller.log();
+    assert!(status.success(), "exit status {status:?}; log:\n{log}");
+    let writes: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/v1/nodes/a" && r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(writes.is_empty(), "node a written after SIGTERM: {writes:?}");
+    let a = server.get::<Node>(None, "a").unwrap();
+    assert!(a.spec.unwrap().taints.unwrap().iter().any(|t| t.key == "ToBeDeletedByClusterAutoscaler"));
+}
+
 /// A Deployment `web` of one replica and an HPA on it with minReplicas 3.
 fn seed_web_with_hpa(server: &FakeApiServer) {
     let labels = [("app", "web")];
