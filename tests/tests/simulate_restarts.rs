@@ -21,14 +21,14 @@ use simulator::well_known::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use support::*;
 
 /// A group of 4-CPU nodes, two to start with. `web` (3 CPU a pod, one pod a node) grows from 2
-/// to 4 replicas at 1m — a scale-up of two nodes — and drops to 1 at 12m; `lite` (two pods of
-/// 500m) sits on the nodes and must be drained off the ones that go.
+/// to 4 replicas at 1m — a scale-up of two nodes — and drops to 1 at 12m; `lite` (four pods of
+/// 250m) sits on the nodes and must be drained off the ones that go, two pods off one node.
 fn scale_up_then_down() -> String {
     format!(
         "duration: 45m\nflags: [--scale-down-unneeded-time=2m, --scale-down-delay-after-add=3m]\nnodeGroups:\n{}objects:\n{}{}events:\n- {{at: 1m, scale: {{kind: Deployment, name: web, replicas: 4}}}}\n- {{at: 12m, scale: {{kind: Deployment, name: web, replicas: 1}}}}\n",
         group_yaml("pool", 1, 6, 2, "4", "16Gi", ""),
         deployment_yaml("web", 2, "3", "1Gi", ""),
-        deployment_yaml("lite", 2, "500m", "256Mi", ""),
+        deployment_yaml("lite", 4, "250m", "256Mi", ""),
     )
 }
 
@@ -44,6 +44,8 @@ struct Restarts {
     pods_on: BTreeMap<String, BTreeSet<String>>,
     /// Pods that were running on a node when it went away.
     lost: Vec<(String, String)>,
+    /// Pods seen terminating (evicted, or deleted by their controller), by node.
+    terminating_on: BTreeMap<String, BTreeSet<String>>,
     /// At the end: (nodes, target, live instances) of the group.
     end: (usize, usize, usize),
     /// Nodes left tainted `ToBeDeleted` or cordoned at the end.
@@ -59,6 +61,11 @@ impl Restarts {
         let mut pods_on: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for n in guard.nodes() {
             pods_on.entry(n.metadata.name.clone().unwrap_or_default()).or_default();
+        }
+        for p in guard.pods().filter(|p| is_terminating(p)) {
+            if let Some(node) = pod_node(p) {
+                self.terminating_on.entry(node.to_string()).or_default().insert(pod_key(p));
+            }
         }
         for p in guard.pods().filter(|p| !is_terminating(p)) {
             if let Some(node) = pod_node(p)
@@ -113,6 +120,14 @@ fn a_crash_before_or_after_any_actuation_call_loses_no_pod_and_leaves_no_node_co
     }
     assert_eq!(clean.max_target, 4, "two nodes added to two:\n{}", describe(&log));
     assert!(clean.lost.is_empty(), "{:?}", clean.lost);
+    assert_eq!(clean.running, (1, 4), "web and lite pods running at the end");
+    // A drain of two pods, so a crash can fall between them.
+    let evictions: Vec<&str> = log.iter().filter(|(c, _)| *c == "EvictPod").map(|(_, on)| on.as_str()).collect();
+    assert!(
+        clean.terminating_on.values().any(|pods| evictions.iter().filter(|p| pods.contains(**p)).count() == 2),
+        "two evictions from one node: {evictions:?} {:?}",
+        clean.terminating_on
+    );
     let (nodes, target, instances) = clean.end;
     assert!(nodes < 4 && nodes == target && target == instances, "scaled down: {:?}", clean.end);
 
@@ -132,7 +147,7 @@ fn a_crash_before_or_after_any_actuation_call_loses_no_pod_and_leaves_no_node_co
             // Target sizes consistent with the cloud and the cluster, at the size the run without
             // a crash reached.
             assert_eq!(seen.end, clean.end, "{at}: (nodes, target, instances) at the end\n{trace}");
-            assert_eq!(seen.running, (1, 2), "{at}: web and lite pods running at the end\n{trace}");
+            assert_eq!(seen.running, clean.running, "{at}: web and lite pods running at the end\n{trace}");
             checked += 1;
         }
     }

@@ -47,7 +47,8 @@ pub enum Halt {
 #[derive(Default)]
 struct Halting {
     watched: BTreeSet<&'static str>,
-    /// The watched calls made so far, in order, with what they were made on.
+    /// The watched calls reached so far (made, or stopped at), in order, with what they were
+    /// made on.
     log: Vec<(&'static str, String)>,
     halt: Option<Halt>,
     halted: bool,
@@ -82,7 +83,8 @@ impl Calls {
         std::mem::take(&mut *self.counts.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The watched calls made so far, in order, with what each was made on.
+    /// The watched calls reached so far (made, or stopped at), in order, with what each was
+    /// made on.
     pub fn log(&self) -> Vec<(&'static str, String)> {
         self.halting.lock().unwrap_or_else(|e| e.into_inner()).log.clone()
     }
