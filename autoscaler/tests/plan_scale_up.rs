@@ -275,18 +275,20 @@ fn gpu_pods_younger_than_thirty_seconds_put_scale_up_in_cooldown() {
 // Group sizes
 
 #[test]
-fn missing_nodes_a_fresh_autoscaler_did_not_request_are_not_upcoming() {
-    // Target 3 with one registered node, and no scale-up request of this autoscaler's: upstream
-    // does not inject the two missing nodes as upcoming capacity (they might never come), so the
-    // pending pods still get a scale-up.
+fn missing_nodes_of_a_groups_target_are_upcoming_for_a_fresh_autoscaler() {
+    // Target 3 with one registered node. Upstream's upcoming nodes are what the target still owes
+    // beyond the started nodes, whoever asked for them (`GetUpcomingNodes` reads the target size,
+    // not the autoscaler's own scale-up requests): a freshly started autoscaler — one restarted
+    // while the nodes build — counts the two missing nodes as on their way, the pending pods fit
+    // on them, and no second scale-up is asked for.
     let g = group("g", 0, 10, "4", "16Gi").set("targetSize", json!(3));
     let mut objects = full_node("g", "g-1");
     objects.push(replicaset("default", "web", 2));
     objects.extend(pending_pods("web", 2, "3", "1Gi"));
     let plan = plan(&objects, &[g], &[]);
-    assert_eq!(plan["cluster"]["nodeGroups"][0]["upcoming"], 0, "{plan:#}");
-    assert!(pods_fit_existing(&plan).is_empty(), "{plan:#}");
-    assert_eq!(increases(&plan), vec![inc("g", 2)], "{plan:#}");
+    assert_eq!(plan["cluster"]["nodeGroups"][0]["upcoming"], 2, "{plan:#}");
+    assert_eq!(pods_fit_existing(&plan).len(), 2, "{plan:#}");
+    assert!(increases(&plan).is_empty(), "{plan:#}");
 }
 
 #[test]
@@ -518,21 +520,26 @@ fn unhealthy_group_is_not_ready_for_scale_up() {
 }
 
 #[test]
-fn a_fresh_autoscaler_does_not_count_a_groups_missing_nodes_as_in_flight() {
+fn a_fresh_autoscaler_finds_a_group_far_below_its_target_unhealthy_but_counts_its_missing_nodes() {
     // Upstream's expectation: target 5 with 1 registered node and no scale-up request of its own
     // is 4 unjustified missing nodes (more than 3 and 45 % of 1): the group is unhealthy for
-    // scale-up, and its missing nodes are not injected as upcoming capacity.
+    // scale-up. Its 4 missing nodes are upcoming all the same (the target owes them): 4 of the 5
+    // pending pods fit on them, and the fifth goes to the healthy group.
     // Three nodes filled by one ReplicaSet of three replicas (listed once).
     let mut objects = Vec::new();
     for (group, node) in [("short", "short-0"), ("fine", "fine-0"), ("fine", "fine-1")] {
         objects.extend(full_node(group, node).into_iter().filter(|o| o["kind"] != "ReplicaSet"));
     }
     objects.push(replicaset("default", "filler", 3));
-    objects.push(replicaset("default", "web", 1));
-    objects.extend(pending_pods("web", 1, "3", "1Gi"));
+    objects.push(replicaset("default", "web", 5));
+    objects.extend(pending_pods("web", 5, "3", "1Gi"));
     let short = group("short", 0, 10, "4", "16Gi").set_key("", "targetSize", json!(5));
     let groups = [short, group("fine", 0, 10, "4", "16Gi")];
     let plan = plan(&objects, &groups, &[]);
+    let summary = plan["cluster"]["nodeGroups"].as_array().unwrap().iter().find(|g| g["id"] == "short").cloned();
+    let summary = summary.unwrap_or_else(|| panic!("short in the summary: {plan:#}"));
+    assert_eq!((summary["healthy"].clone(), summary["upcoming"].clone()), (json!(false), json!(4)), "{plan:#}");
+    assert_eq!(pods_fit_existing(&plan).len(), 4, "{plan:#}");
     assert_eq!(skipped_reasons(&plan, "short"), vec!["not ready for scale-up"], "{plan:#}");
     assert_eq!(increases(&plan), vec![inc("fine", 1)], "{plan:#}");
 }

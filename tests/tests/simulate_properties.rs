@@ -8,8 +8,10 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use autoscaler::control::LoopReport;
+use autoscaler::core::counting::{ACTUATION_CALLS, Calls, Halt};
 use autoscaler::simulate::world::World;
 use cloudprovider::{InstanceState, NodeGroup};
 use k8s_openapi::api::core::v1::Pod;
@@ -111,6 +113,9 @@ struct Case {
     disabled: Vec<(usize, usize)>,
     faults: Vec<FaultCase>,
     flags: FlagsCase,
+    /// The autoscaler process is killed before or after its n-th call that changes the cloud or
+    /// the cluster, and a fresh one takes over (no crash when the run makes fewer calls).
+    crash: Option<Halt>,
 }
 
 fn group_id(i: usize) -> String {
@@ -221,7 +226,11 @@ impl Case {
 /// The failing case prints as the scenario it is.
 impl fmt::Debug for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\n--- scenario ---\n{}--- end ---\n", self.yaml())
+        write!(f, "\n--- scenario ---\n{}--- end ---\n", self.yaml())?;
+        match self.crash {
+            Some(halt) => writeln!(f, "the autoscaler killed at the actuation call {halt:?}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -356,8 +365,9 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec((0usize..3, 0usize..4), 0..=2),
         prop::collection::vec(fault_case(), 0..=4),
         flags_case(),
+        prop::option::weighted(0.5, crash_case()),
     )
-        .prop_map(|(seed, groups, workloads, bare_pods, daemonset, disabled, faults, flags)| Case {
+        .prop_map(|(seed, groups, workloads, bare_pods, daemonset, disabled, faults, flags, crash)| Case {
             seed,
             groups,
             workloads,
@@ -366,7 +376,12 @@ fn case() -> impl Strategy<Value = Case> {
             disabled,
             faults,
             flags,
+            crash,
         })
+}
+
+fn crash_case() -> impl Strategy<Value = Halt> {
+    (0usize..16, any::<bool>()).prop_map(|(index, after)| if after { Halt::After(index) } else { Halt::Before(index) })
 }
 
 fn is_owned(p: &Pod) -> bool {
@@ -406,6 +421,7 @@ struct PodSnapshot {
     blocking: Option<&'static str>,
     owned: bool,
     ready: bool,
+    terminating: bool,
     app: Option<String>,
 }
 
@@ -417,6 +433,7 @@ fn snapshot(p: &Pod) -> PodSnapshot {
         blocking: blocks_drain(p),
         owned: is_owned(p),
         ready: pod_ready(p) && !is_terminating(p),
+        terminating: is_terminating(p),
         app: p.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned(),
     }
 }
@@ -446,6 +463,8 @@ struct Stats {
     scale_ups: usize,
     deletions: usize,
     evictions: usize,
+    /// Fresh processes that took over after a crash.
+    restarts: usize,
 }
 
 impl Checker {
@@ -533,8 +552,19 @@ impl Checker {
                 assert!(p.owned, "{at}: evicted {key}, which has no controller");
                 assert!(p.blocking.is_none(), "{at}: evicted {key}, which blocks drains ({:?})", p.blocking);
             }
-            // 6. An eviction never takes a PDB below its desired healthy count.
+            // 6. An eviction never takes a PDB below its desired healthy count. A workload its
+            //    controller is scaling down loses pods the PDB does not govern, in the same step
+            //    as an eviction that then finds its pod already going (and, as the API server,
+            //    ignores the PDB for it): its PDB is not judged in that step.
             for pdb_name in &self.pdbs {
+                let before = self
+                    .pods
+                    .values()
+                    .filter(|p| !p.terminating && p.app.as_deref() == Some(pdb_name.as_str()))
+                    .count();
+                if replicas(world, pdb_name).is_some_and(|r| (r.max(0) as usize) < before) {
+                    continue;
+                }
                 let evicted_healthy = report
                     .evicted
                     .iter()
@@ -552,25 +582,13 @@ impl Checker {
                 );
             }
             // 7. --max-nodes-total: a scale-up never takes the registered nodes plus the nodes
-            //    on their way past the limit. Upstream counts instances on their way only for
-            //    groups that are not backed off, and not once unregistered for longer than
-            //    --max-node-provision-time.
+            //    on their way past the limit. Upstream counts instances on their way from the
+            //    target size, backed-off groups included, but not once unregistered for longer
+            //    than --max-node-provision-time.
             if let Some(limit) = self.max_nodes_total
                 && !report.scale_ups.is_empty()
             {
-                let backed_off: BTreeSet<&str> = report
-                    .plan
-                    .as_ref()
-                    .map(|p| {
-                        p.scale_up
-                            .skipped_node_groups
-                            .iter()
-                            .filter(|(_, reasons)| reasons.iter().any(|r| r.contains("backoff")))
-                            .map(|(g, _)| g.as_str())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let on_the_way = self.instances_on_their_way(world, now, &backed_off);
+                let on_the_way = self.instances_on_their_way(world, now);
                 let total = nodes.len() + on_the_way;
                 assert!(
                     total <= limit,
@@ -612,14 +630,11 @@ impl Checker {
     }
 
     /// Instances without a Node that upstream counts as upcoming: live, not failed, not
-    /// unregistered for longer than the provision time, in groups not backed off.
-    fn instances_on_their_way(&self, world: &World, now: Timestamp, backed_off: &BTreeSet<&str>) -> usize {
+    /// unregistered for longer than the provision time.
+    fn instances_on_their_way(&self, world: &World, now: Timestamp) -> usize {
         let registered = Self::registered_instances(world);
         let mut count = 0;
         for (id, _, _) in &self.groups {
-            if backed_off.contains(id.as_str()) {
-                continue;
-            }
             let group = world.cloud.group(id).expect("group");
             for instance in ready_now(group.nodes()).expect("instances") {
                 let Some(status) = &instance.status else { continue };
@@ -668,22 +683,38 @@ impl Checker {
     }
 }
 
+/// The replicas a workload (Deployment or StatefulSet, in `default`) is asked for now.
+fn replicas(world: &World, name: &str) -> Option<i32> {
+    let guard = world.handle.lock();
+    let deployment = guard.deployment("default", name).and_then(|d| d.spec.as_ref()?.replicas);
+    deployment.or_else(|| guard.stateful_set("default", name).and_then(|s| s.spec.as_ref()?.replicas))
+}
+
 fn run_case(case: &Case) -> Stats {
     let yaml = case.yaml();
     let mut checker = Checker::new(case);
     let mut finished = false;
+    let mut restarts = 0;
     let end = DURATION_MINUTES as i64 * 60;
-    run(
-        &yaml,
-        &mut Watch(|now, world: &World, report: Option<&LoopReport>| {
-            checker.check(now, world, report);
-            if checker.start.is_some_and(|s| secs(s, now) >= end) {
-                checker.finish(case, world);
-                finished = true;
-            }
-        }),
-    );
+    let mut watch = Watch(|now, world: &World, report: Option<&LoopReport>| {
+        checker.check(now, world, report);
+        if checker.start.is_some_and(|s| secs(s, now) >= end) {
+            checker.finish(case, world);
+            finished = true;
+        }
+    });
+    match case.crash {
+        Some(halt) => {
+            let calls = Arc::new(Calls::halting(ACTUATION_CALLS, Some(halt)));
+            run_with_calls(&yaml, calls.clone(), &mut watch);
+            restarts = calls.restarts();
+        }
+        None => {
+            run(&yaml, &mut watch);
+        }
+    }
     assert!(finished, "the run reached its end");
+    checker.stats.restarts = restarts;
     if std::env::var_os("SIMULATE_PROPERTIES_STATS").is_some() {
         eprintln!("{:?}", checker.stats);
     }

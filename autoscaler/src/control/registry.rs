@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::backoff::Backoff;
 use crate::config::AutoscalingOptions;
-use crate::core::cluster_state::within_unready_tolerance;
+use crate::core::cluster_state::{upcoming_nodes, within_unready_tolerance};
 use crate::core::{CloudState, ClusterState, ClusterView};
 
 fn plus(t: Timestamp, d: Duration) -> Timestamp {
@@ -105,7 +105,8 @@ impl Registry {
         }
     }
 
-    /// A scale-up was requested: its nodes count as upcoming until ready or timed out.
+    /// A scale-up was requested: the group is scaling up until its nodes are ready or the wait
+    /// times out (the nodes count as upcoming from the target size, request or not).
     pub fn register_scale_up(&mut self, group: &str, increase: usize, provision_time: Duration, now: Timestamp) {
         let entry = self.scale_up_requests.entry(group.to_string()).or_insert(ScaleUpRequest {
             increase: 0,
@@ -197,7 +198,9 @@ impl Registry {
             gs.backoff = self.backoff.status(&group.id, now);
             gs.deletions_in_progress = self.deletions.get(&group.id).map_or(0, BTreeSet::len);
 
-            // Upcoming nodes: what the target still owes, while a scale-up is being waited on.
+            // What the target still owes: upstream's upcoming nodes. A scale-up request of this
+            // process only decides whether the group is scaling up (status, instance cache), when
+            // the wait times out, and how many unready nodes are justified.
             let owed = group.target_size.saturating_sub(gs.ready + gs.unready + long_unregistered);
             let mut pending_increase = 0;
             if let Some(request) = self.scale_up_requests.get(&group.id).cloned() {
@@ -213,7 +216,7 @@ impl Registry {
                 }
             }
             gs.scale_up_in_progress = pending_increase > 0;
-            gs.upcoming = if gs.backoff.is_none() { pending_increase.max(gs.not_started) } else { gs.not_started };
+            gs.upcoming = upcoming_nodes(group.target_size, gs.ready, gs.unready, long_unregistered, gs.not_started);
 
             // Health: unready nodes beyond what the pending work explains.
             let min_nodes = group.target_size.saturating_sub(long_unregistered + pending_increase);

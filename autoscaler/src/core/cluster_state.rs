@@ -56,6 +56,24 @@ pub fn within_unready_tolerance(unready: usize, total: usize, options: &Autoscal
         && (unready as f64) > options.max_total_unready_percentage / 100.0 * total as f64)
 }
 
+/// Upstream's upcoming nodes of a group (`GetUpcomingNodes`): what its target size still owes
+/// beyond the registered nodes that have started (ready or unready) and the instances unregistered
+/// for longer than the provision time. Upstream counts them from the target alone — whoever asked
+/// for them (this process, or one before a restart) and whether or not the group is backed off —
+/// so a restarted autoscaler does not ask again for nodes that are on their way. Nodes registered
+/// but not started are among them; the decision replaces those with template copies, so the count
+/// is never below them (upstream leaves them in the snapshot as they are when the target owes
+/// nothing, e.g. while a deletion has already lowered the target).
+pub fn upcoming_nodes(
+    target: usize,
+    ready: usize,
+    unready: usize,
+    long_unregistered: usize,
+    not_started: usize,
+) -> usize {
+    target.saturating_sub(ready.saturating_add(unready).saturating_add(long_unregistered)).max(not_started)
+}
+
 impl ClusterState {
     /// Reads the state from one view of the cluster and the cloud, with nothing remembered: as a
     /// freshly started autoscaler, no missing node of a group is assumed to be on its way.
@@ -90,11 +108,12 @@ impl ClusterState {
         for g in &cloud.groups {
             let gs = state.groups.get_mut(&g.id).expect("group registered above");
             gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains_key(&i.id)).count();
-            // What a freshly started autoscaler knows: no scale-up is in flight (upstream counts
-            // upcoming nodes only for groups with a scale-up request of its own), so every node
-            // the target owes beyond the ready ones is unjustified. The control loop's registry
-            // refines this with the requests it made.
-            gs.upcoming = gs.not_started;
+            // What a freshly started autoscaler knows: every instance without a Node is seen for
+            // the first time, so none is long unregistered and all the target owes is upcoming;
+            // no scale-up request of its own is in flight, so every node the target owes beyond
+            // the ready ones is unjustified for health. The control loop's registry refines this
+            // with what it remembers (unregistered since when, its own requests).
+            gs.upcoming = upcoming_nodes(g.target_size, gs.ready, gs.unready, 0, gs.not_started);
             gs.scale_up_in_progress = false;
             let registered = gs.ready + gs.unready + gs.not_started;
             let unjustified_unready = g.target_size.saturating_sub(gs.ready);

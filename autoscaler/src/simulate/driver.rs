@@ -17,9 +17,10 @@ use super::scenario::{Action, Fault, ObjectRef, Scenario};
 use super::world::{self, World, WorldError};
 use crate::config::AutoscalingOptions;
 use crate::control::{Autoscaler, LoopReport, Parts};
+use crate::core::counting::{Calls, Counting, CountingActions};
 use crate::core::plan::UnremovableReason;
 use crate::memory::{MemoryClusterHandle, ObjectKey, ObjectKind};
-use crate::ports::{ClusterActions, EventReason, ScaleTarget};
+use crate::ports::{ClusterActions, ClusterReader, EventReason, ScaleTarget};
 use simulator::drainability::BlockingReason;
 
 /// One line of the `--events` timeline.
@@ -367,8 +368,32 @@ pub async fn run_observed(
     scenario: &Scenario,
     extra_flags: &[String],
     keep_timeline: bool,
+    progress: impl FnMut(f64),
+    observer: &mut dyn Observer,
+) -> Result<Outcome, SimulateError> {
+    run_inner(scenario, extra_flags, keep_timeline, progress, observer, None).await
+}
+
+/// `run_observed`, with the autoscaler's calls to the cloud and the cluster going through
+/// `calls`: they are counted and logged, and where `calls` halts, the autoscaler process is
+/// killed in the middle of its loop and a fresh one (no memory: no scale-up requests, no
+/// deletions in flight, no unneeded times) starts a scan interval later, as after a crash.
+pub async fn run_with_crash(
+    scenario: &Scenario,
+    extra_flags: &[String],
+    calls: Arc<Calls>,
+    observer: &mut dyn Observer,
+) -> Result<Outcome, SimulateError> {
+    run_inner(scenario, extra_flags, false, |_| {}, observer, Some(calls)).await
+}
+
+async fn run_inner(
+    scenario: &Scenario,
+    extra_flags: &[String],
+    keep_timeline: bool,
     mut progress: impl FnMut(f64),
     observer: &mut dyn Observer,
+    crash: Option<Arc<Calls>>,
 ) -> Result<Outcome, SimulateError> {
     let wall = Instant::now();
     let options: AutoscalingOptions = world::options(&scenario.flags, extra_flags)?;
@@ -381,20 +406,31 @@ pub async fn run_observed(
         Arc::new(super::load::LoadModel::new(loads, scenario.start, world.handle.clone()))
             as Arc<dyn crate::hpa::MetricsSource + Send + Sync>
     });
-    let expander = crate::compose::build_expander(&options, world.cloud.as_ref(), Some(scenario.seed))
-        .map_err(|e| SimulateError::World(WorldError::Flags(format!("flags: {e}"))))?;
     let scan_interval = options.scan_interval;
     let defaults = options.node_group_defaults.clone();
     let expander_spec = options.expander.clone();
-    let mut autoscaler = Autoscaler::new(Parts {
-        options,
-        provider: world.cloud.clone(),
-        reader: world.handle.clone(),
-        actions: world.handle.clone(),
-        clock: world.clock.clone(),
-        expander,
-        metrics,
-    });
+    let (provider, actions): (Arc<dyn CloudProvider>, Arc<dyn ClusterActions>) = match &crash {
+        Some(calls) => (
+            Arc::new(Counting { inner: world.cloud.clone(), calls: calls.clone() }),
+            Arc::new(CountingActions { inner: world.handle.clone(), calls: calls.clone() }),
+        ),
+        None => (world.cloud.clone(), world.handle.clone()),
+    };
+    // A process of the autoscaler: a fresh one at the start and after each crash.
+    let start_autoscaler = || -> Result<Autoscaler, SimulateError> {
+        let expander = crate::compose::build_expander(&options, world.cloud.as_ref(), Some(scenario.seed))
+            .map_err(|e| SimulateError::World(WorldError::Flags(format!("flags: {e}"))))?;
+        Ok(Autoscaler::new(Parts {
+            options: options.clone(),
+            provider: provider.clone(),
+            reader: world.handle.clone() as Arc<dyn ClusterReader>,
+            actions: actions.clone(),
+            clock: world.clock.clone(),
+            expander,
+            metrics: metrics.clone(),
+        }))
+    };
+    let mut autoscaler = start_autoscaler()?;
     let groups: Vec<GroupInfo> = scenario
         .groups
         .iter()
@@ -506,8 +542,26 @@ pub async fn run_observed(
             }
         }
         let mut loop_report = None;
-        if now >= next_loop {
-            let report = autoscaler.run_once().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
+        let report = if now < next_loop {
+            None
+        } else if let Some(calls) = &crash {
+            // Every call of the in-memory cluster and cloud completes at once, so a loop that
+            // does not finish at its first poll is one the crash stopped.
+            match futures::FutureExt::now_or_never(autoscaler.run_once()) {
+                Some(result) => Some(result.map_err(|e| SimulateError::Loop(e.to_string()))?),
+                None if calls.halted() => {
+                    autoscaler = start_autoscaler()?;
+                    calls.restarted();
+                    timeline.push(now, "autoscalerRestarted", json!({}));
+                    next_loop = plus(now, scan_interval);
+                    None
+                }
+                None => return Err(SimulateError::Loop("the control loop waited on the in-memory cluster".into())),
+            }
+        } else {
+            Some(autoscaler.run_once().await.map_err(|e| SimulateError::Loop(e.to_string()))?)
+        };
+        if let Some(report) = report {
             counts.loops += 1;
             for inc in &report.scale_ups {
                 counts.scale_ups += 1;

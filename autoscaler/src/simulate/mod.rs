@@ -17,7 +17,7 @@ use std::io::{IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 
-pub use driver::{Observer, Outcome, SimulateError, TimelineEntry, run_observed};
+pub use driver::{Observer, Outcome, SimulateError, TimelineEntry, run_observed, run_with_crash};
 
 /// The built-in scenario.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../../deploy/examples/scenarios/day.yaml");

@@ -4,10 +4,12 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use autoscaler::control::LoopReport;
+use autoscaler::core::counting::Calls;
 use autoscaler::simulate::world::World;
-use autoscaler::simulate::{Observer, Outcome, run_observed, scenario};
+use autoscaler::simulate::{Observer, Outcome, run_observed, run_with_crash, scenario};
 use cloudprovider::{InstanceState, NodeGroup};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -33,6 +35,16 @@ pub fn run_with_flags(yaml: &str, flags: &[&str], observer: &mut dyn Observer) -
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime");
     runtime
         .block_on(run_observed(&scenario, &flags, false, |_| {}, observer))
+        .unwrap_or_else(|e| panic!("simulation failed: {e}\n---\n{yaml}"))
+}
+
+/// `run`, with the autoscaler's calls to the cloud and the cluster going through `calls`, which
+/// log them and may kill the process at one (a fresh one takes over).
+pub fn run_with_calls(yaml: &str, calls: Arc<Calls>, observer: &mut dyn Observer) -> Outcome {
+    let scenario = scenario::parse(yaml, "test scenario").unwrap_or_else(|e| panic!("{e}\n---\n{yaml}"));
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime");
+    runtime
+        .block_on(run_with_crash(&scenario, &[], calls, observer))
         .unwrap_or_else(|e| panic!("simulation failed: {e}\n---\n{yaml}"))
 }
 
