@@ -93,17 +93,22 @@ pub(crate) fn term_matches_pod(term: &PodTerm, pod: &PodInfo, ns_labels: &HashMa
     term.selector.matches(pod.labels()) && namespace_matches(&term.namespaces, pod.namespace(), ns_labels)
 }
 
-/// Placed pods by key, with their nodes.
-type PlacedPods = HashMap<Arc<str>, (NodeId, Arc<PodInfo>)>;
+/// Pods on nodes carrying one label value in one namespace: how many, and how many per node.
+#[derive(Debug, Default)]
+struct Placed {
+    pods: u32,
+    per_node: HashMap<NodeId, u32>,
+}
 
-/// Placed pods by label: key → value → namespace → pods.
+/// Placed pods by label: key → value → namespace → nodes. It names nodes rather than pods so
+/// that keeping it up to date costs a counter per label, not a copy of every pod.
 #[derive(Debug, Default)]
 pub(crate) struct LabelIndex {
-    by_label: HashMap<String, HashMap<String, HashMap<String, PlacedPods>>>,
+    by_label: HashMap<String, HashMap<String, HashMap<String, Placed>>>,
 }
 
 impl LabelIndex {
-    pub fn add(&mut self, pod: &Arc<PodInfo>, node: NodeId) {
+    pub fn add(&mut self, pod: &PodInfo, node: NodeId) {
         for (k, v) in pod.labels().into_iter().flatten() {
             let by_value = match self.by_label.get_mut(k.as_str()) {
                 Some(by_value) => by_value,
@@ -113,23 +118,30 @@ impl LabelIndex {
                 Some(by_namespace) => by_namespace,
                 None => by_value.entry(v.clone()).or_default(),
             };
-            let pods = match by_namespace.get_mut(pod.namespace()) {
-                Some(pods) => pods,
+            let placed = match by_namespace.get_mut(pod.namespace()) {
+                Some(placed) => placed,
                 None => by_namespace.entry(pod.namespace().to_string()).or_default(),
             };
-            pods.insert(pod.key.clone(), (node, pod.clone()));
+            placed.pods += 1;
+            *placed.per_node.entry(node).or_insert(0) += 1;
         }
     }
 
-    pub fn remove(&mut self, pod: &PodInfo) {
+    pub fn remove(&mut self, pod: &PodInfo, node: NodeId) {
         for (k, v) in pod.labels().into_iter().flatten() {
             let Some(by_value) = self.by_label.get_mut(k.as_str()) else { continue };
             let Some(by_namespace) = by_value.get_mut(v.as_str()) else { continue };
-            let Some(pods) = by_namespace.get_mut(pod.namespace()) else { continue };
-            pods.remove(&pod.key);
+            let Some(placed) = by_namespace.get_mut(pod.namespace()) else { continue };
+            placed.pods = placed.pods.saturating_sub(1);
+            if let Some(c) = placed.per_node.get_mut(&node) {
+                *c = c.saturating_sub(1);
+                if *c == 0 {
+                    placed.per_node.remove(&node);
+                }
+            }
             // Empty entries are dropped so that the index only holds what is placed: a
             // simulation that moves pods around does not leave a trail behind.
-            if pods.is_empty() {
+            if placed.pods == 0 {
                 by_namespace.remove(pod.namespace());
                 if by_namespace.is_empty() {
                     by_value.remove(v.as_str());
@@ -141,16 +153,12 @@ impl LabelIndex {
         }
     }
 
-    /// The placed pods that can match `term`, with their nodes: every pod carrying the label
-    /// values of the selector's most selective positive requirement (`matchLabels` or `In`),
-    /// in the term's namespaces. `None` when the selector has no positive requirement (empty,
-    /// or only `NotIn` / `Exists` / `DoesNotExist`): then the caller must scan every pod. A
-    /// pod carries one value per key, so the pods of different values never repeat.
-    pub fn candidates<'a>(
-        &'a self,
-        term: &'a PodTerm,
-        ns_labels: &'a HashMap<String, Labels>,
-    ) -> Option<Vec<&'a (NodeId, Arc<PodInfo>)>> {
+    /// The nodes holding pods that can match `term`, ascending: those with pods carrying a
+    /// label value of the selector's most selective positive requirement (`matchLabels` or
+    /// `In`, the one with the fewest such pods) in the term's namespaces. `None` when the
+    /// selector has no positive requirement (empty, or only `NotIn` / `Exists` /
+    /// `DoesNotExist`): then the caller must scan every pod.
+    pub fn candidate_nodes(&self, term: &PodTerm, ns_labels: &HashMap<String, Labels>) -> Option<Vec<NodeId>> {
         let reqs = match &term.selector {
             Selector::Nothing => return Some(Vec::new()),
             Selector::All(reqs) => reqs,
@@ -161,18 +169,22 @@ impl LabelIndex {
                 Requirement::In(key, values) => Some((key.as_str(), values.as_slice())),
                 _ => None,
             })
-            .min_by_key(|(key, values)| self.groups(key, values, term, ns_labels).map(HashMap::len).sum::<usize>())?;
-        Some(self.groups(best.0, best.1, term, ns_labels).flat_map(HashMap::values).collect())
+            .min_by_key(|(key, values)| self.groups(key, values, term, ns_labels).map(|p| p.pods).sum::<u32>())?;
+        let mut nodes: Vec<NodeId> =
+            self.groups(best.0, best.1, term, ns_labels).flat_map(|p| p.per_node.keys().copied()).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        Some(nodes)
     }
 
-    /// The pods labelled `key` = one of `values`, one map per namespace of the term's.
+    /// The placed pods labelled `key` = one of `values`, one entry per namespace of the term's.
     fn groups<'a>(
         &'a self,
         key: &str,
         values: &'a [String],
         term: &'a PodTerm,
         ns_labels: &'a HashMap<String, Labels>,
-    ) -> impl Iterator<Item = &'a PlacedPods> + 'a {
+    ) -> impl Iterator<Item = &'a Placed> + 'a {
         let by_value = self.by_label.get(key);
         let mut values: Vec<&str> = values.iter().map(String::as_str).collect();
         values.sort_unstable();
@@ -182,7 +194,7 @@ impl LabelIndex {
             .filter_map(move |v| by_value.and_then(|b| b.get(v)))
             .flat_map(|by_namespace| by_namespace.iter())
             .filter(|(ns, _)| namespace_matches(&term.namespaces, ns, ns_labels))
-            .map(|(_, pods)| pods)
+            .map(|(_, placed)| placed)
     }
 }
 
@@ -223,6 +235,9 @@ impl TopologyIndex {
     /// Carriers whose term could match `pod` (it carries their required `key=value`, or they
     /// have none), in ascending order.
     pub fn candidate_carriers(&self, pod: &PodInfo) -> Vec<usize> {
+        if self.carriers.is_empty() {
+            return Vec::new();
+        }
         let mut ids: Vec<usize> = pod
             .labels()
             .into_iter()
@@ -264,7 +279,7 @@ impl TopologyIndex {
             if up {
                 labels.add(pod, node_id);
             } else {
-                labels.remove(pod);
+                labels.remove(pod, node_id);
             }
         }
         if !self.terms.is_empty() {

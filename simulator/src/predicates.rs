@@ -214,21 +214,15 @@ impl ClusterSnapshot {
         }
         let ns_labels = self.namespace_labels();
         let mut per_node: HashMap<NodeId, u32> = HashMap::default();
-        match self.index.labels.as_ref().and_then(|l| l.candidates(term, ns_labels)) {
-            Some(candidates) => {
-                for (node, pod) in candidates {
-                    if term_matches_pod(term, pod, ns_labels) {
-                        *per_node.entry(*node).or_insert(0) += 1;
-                    }
-                }
-            }
-            None => {
-                for (id, node) in self.nodes() {
-                    let matching = node.pods.iter().filter(|p| term_matches_pod(term, p, ns_labels)).count() as u32;
-                    if matching > 0 {
-                        per_node.insert(id, matching);
-                    }
-                }
+        let nodes: Box<dyn Iterator<Item = (NodeId, &crate::node::NodeInfo)>> =
+            match self.index.labels.as_ref().and_then(|l| l.candidate_nodes(term, ns_labels)) {
+                Some(candidates) => Box::new(candidates.into_iter().filter_map(|id| Some((id, self.node(id)?)))),
+                None => Box::new(self.nodes()),
+            };
+        for (id, node) in nodes {
+            let matching = node.pods.iter().filter(|p| term_matches_pod(term, p, ns_labels)).count() as u32;
+            if matching > 0 {
+                per_node.insert(id, matching);
             }
         }
         let counts = self.term_counts(term, per_node);
