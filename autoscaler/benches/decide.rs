@@ -35,6 +35,14 @@ fn bench(c: &mut Criterion) {
     assert_eq!(plan.scale_up.pods_fit_existing_nodes.len(), 5000);
     assert!(!plan.scale_up.increases.is_empty(), "{:?}", plan.scale_up.message);
     c.bench_function("decide_anti_affinity_surge_5000_nodes_50000_pods", |b| b.iter(|| run(&view, &cloud, &options)));
+
+    // The profile: a scale-down simulation over many distinct anti-affinity terms.
+    let (view, cloud) = fixtures::scale_down_anti_affinity_150k();
+    let plan = run(&view, &cloud, &options);
+    assert!(!plan.scale_down.unneeded.is_empty());
+    c.bench_function("decide_scale_down_1000_anti_affinity_deployments_150000_pods", |b| {
+        b.iter(|| run(&view, &cloud, &options))
+    });
 }
 
 criterion_group! {

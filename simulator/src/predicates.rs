@@ -10,7 +10,7 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-use crate::index::{TermCounts, TermId, term_matches_pod};
+use crate::index::{LabelIndex, TermCounts, TermId, term_matches_pod};
 use crate::node::NodeInfo;
 use crate::pod::{PodInfo, PodTerm, SpreadConstraint};
 use crate::snapshot::{ClusterSnapshot, NodeId};
@@ -197,30 +197,49 @@ pub struct PreparedPod<'p> {
 }
 
 impl ClusterSnapshot {
-    /// Registers a term in the index, counting its matches with one scan of the snapshot.
+    /// Registers a term in the index, counting its matches among the pods the label index
+    /// names as candidates (one scan of every pod for selectors without a positive requirement).
     fn ensure_term(&mut self, term: &std::sync::Arc<PodTerm>) -> TermId {
         if let Some(id) = self.index.term_id(term) {
             return id;
         }
-        let mut counts = TermCounts {
-            term: term.clone(),
-            per_domain: HashMap::default(),
-            per_node: HashMap::default(),
-            total_in_domains: 0,
-        };
-        let ns_labels = self.namespace_labels();
-        for (id, node) in self.nodes() {
-            let matching = node.pods.iter().filter(|p| term_matches_pod(term, p, ns_labels)).count() as u32;
-            if matching == 0 {
-                continue;
+        if self.index.labels.is_none() {
+            let mut labels = LabelIndex::default();
+            for (id, node) in self.nodes() {
+                for pod in &node.pods {
+                    labels.add(pod, id);
+                }
             }
-            counts.per_node.insert(id, matching);
-            if let Some(value) = node.label(&term.topology_key) {
-                *counts.per_domain.entry(value.to_string()).or_insert(0) += matching;
-                counts.total_in_domains += matching;
+            self.index.labels = Some(labels);
+        }
+        let ns_labels = self.namespace_labels();
+        let mut per_node: HashMap<NodeId, u32> = HashMap::default();
+        let nodes: Box<dyn Iterator<Item = (NodeId, &crate::node::NodeInfo)>> =
+            match self.index.labels.as_ref().and_then(|l| l.candidate_nodes(term, ns_labels)) {
+                Some(candidates) => Box::new(candidates.into_iter().filter_map(|id| Some((id, self.node(id)?)))),
+                None => Box::new(self.nodes()),
+            };
+        for (id, node) in nodes {
+            let matching = node.pods.iter().filter(|p| term_matches_pod(term, p, ns_labels)).count() as u32;
+            if matching > 0 {
+                per_node.insert(id, matching);
             }
         }
+        let counts = self.term_counts(term, per_node);
         self.index.insert_term(counts)
+    }
+
+    /// A term's counts per domain from its counts per node.
+    fn term_counts(&self, term: &std::sync::Arc<PodTerm>, per_node: HashMap<NodeId, u32>) -> TermCounts {
+        let mut per_domain: HashMap<String, u32> = HashMap::default();
+        let mut total_in_domains = 0u32;
+        for (id, matching) in &per_node {
+            if let Some(value) = self.node(*id).and_then(|n| n.label(&term.topology_key)) {
+                *per_domain.entry(value.to_string()).or_insert(0) += matching;
+                total_in_domains += matching;
+            }
+        }
+        TermCounts { term: term.clone(), per_domain, per_node, total_in_domains }
     }
 
     fn ensure_domain_key(&mut self, key: &str) {
@@ -271,14 +290,12 @@ impl ClusterSnapshot {
         }
         prepared.anti_affinity = pod.anti_affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
         let ns_labels = self.namespace_labels();
-        prepared.blocking_carriers = self
-            .index
-            .carriers
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.total > 0 && term_matches_pod(&c.term, pod, ns_labels))
-            .map(|(i, _)| i)
-            .collect();
+        let mut blocking = self.index.candidate_carriers(pod);
+        blocking.retain(|i| {
+            let c = &self.index.carriers[*i];
+            c.total > 0 && term_matches_pod(&c.term, pod, ns_labels)
+        });
+        prepared.blocking_carriers = blocking;
         if !pod.spread_constraints.is_empty() {
             prepared.spread = self.prepare_spread(pod);
         }
@@ -502,3 +519,7 @@ fn taints_tolerated(pod: &PodInfo, node: &NodeInfo) -> bool {
     untolerated_taint(node.taints(), pod.tolerations()).is_none()
         && (!node.to_be_deleted || pod.tolerations().iter().any(|t| tolerates(t, &to_be_deleted_taint())))
 }
+
+#[cfg(test)]
+#[path = "index_props.rs"]
+mod index_props;

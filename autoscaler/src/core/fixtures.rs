@@ -209,3 +209,27 @@ pub fn run_once_large() -> (ClusterView, String) {
     }
     (view, config)
 }
+
+/// The scale-down profile at a third of its size: 5,000 nodes in one group, 1,000
+/// Deployments of 150 replicas each spread by hostname anti-affinity of their own (150,000 pods,
+/// 30 per node, each node's from 30 different Deployments), at 30% of cpu so every node is a
+/// scale-down candidate. Every Deployment brings a distinct affinity term to the simulation.
+pub fn scale_down_anti_affinity_150k() -> (ClusterView, CloudState) {
+    let mut view = ClusterView::default();
+    let nodes: Vec<Node> = (0..5000).map(|i| node(&format!("node-{i:04}"), "ng", 4000, 16, 110)).collect();
+    for d in 0..1000 {
+        let rs = format!("svc-{d:04}");
+        view.replicasets.push(Arc::new(replicaset(&rs, 150)));
+        for k in 0..150 {
+            // Deployment d fills 150 consecutive nodes from d*150 (mod 5,000): the ranges of
+            // d and d+100 coincide, so each node holds 30 pods of 30 different Deployments.
+            let n = &nodes[(d * 150 + k) % nodes.len()];
+            view.pods.push(Arc::new(rs_pod(&rs, k, 40, 100, n.metadata.name.as_deref(), true)));
+        }
+    }
+    let members: Vec<&Node> = nodes.iter().collect();
+    let g = group("ng", 0, 6000, &members, nodes[0].clone());
+    view.nodes = nodes.into_iter().map(Arc::new).collect();
+    let cloud = cloud(vec![g], &view.nodes);
+    (view, cloud)
+}
