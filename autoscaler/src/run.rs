@@ -358,7 +358,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
             _ = &mut shutdown => break Ok(()),
             _ = leadership_lost(&mut election) => break Err(lost_lease()),
             _ = tokio::time::sleep_until(instant_at(wake)) => {}
-            // Pods seen change when the loop is due: look again.
+            // New unschedulable pods can make the loop due sooner: look again.
             _ = unschedulable_pods.notified() => {}
         }
         if let Some(seen) = unschedulable_pods.take() {
@@ -404,7 +404,8 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         }
         let started_at = Timestamp::now();
         let Some(trigger) = schedule.due_at(started_at) else { continue };
-        tracing::debug!(%trigger, "autoscaler loop triggered");
+        // As upstream, at the default level: why each iteration ran.
+        tracing::info!(%trigger, "autoscaler loop triggered");
         schedule.iteration_started(started_at);
         let started = std::time::Instant::now();
         health.record_activity(started_at);
@@ -435,7 +436,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 metrics.set_cluster_resources(cores, memory);
                 health.record_success(Timestamp::now());
                 log_report(&report);
-                if report.productive() { IterationOutcome::Productive } else { IterationOutcome::Idle }
+                IterationOutcome::of(&report)
             }
             Err(error) => {
                 metrics.record_loop_error(error.error_type(), started.elapsed());

@@ -233,3 +233,30 @@ fn without_the_batching_window_a_burst_is_decided_piecemeal_as_upstream() {
     assert!(ups.len() > 1, "{ups:?}");
     assert_eq!(ups.iter().map(|u| u.2).sum::<usize>(), 125, "{ups:?}");
 }
+
+#[test]
+fn pods_a_timer_loop_finds_very_new_get_their_scale_up_two_seconds_later_not_a_scan_interval() {
+    // Loops run at 0 s, 10 s, 20 s, … (nothing else happens). 100 pods arrive at 59.5 s: the
+    // timer loop at 60 s finds them all younger than 2 s and waits for more (upstream's rule);
+    // the next loop comes when they are 2 s old, at 62 s, not at 70 s.
+    let yaml = format!(
+        "duration: 3m\nflags: [--max-nodes-total=300]\nnodeGroups:\n{}{}objects:\n{}events:\n- {{at: 59500ms, scale: {{kind: Deployment, name: web, replicas: 100}}}}\n",
+        group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
+        group_yaml("pool", 0, 200, 0, "8", "32Gi", ""),
+        deployment_yaml("web", 0, "1", "1Gi", ""),
+    );
+    let mut start = None;
+    let mut loops = Vec::new();
+    run(
+        &yaml,
+        &mut Watch(|now: Timestamp, _: &World, report: Option<&LoopReport>| {
+            let start = *start.get_or_insert(now);
+            if let Some(r) = report {
+                loops.push((now.duration_since(start).as_secs_f64(), r.scale_ups.len()));
+            }
+        }),
+    );
+    let around: Vec<(f64, usize)> = loops.iter().copied().filter(|(t, _)| (55.0..75.0).contains(t)).collect();
+    let first_scale_up = around.iter().find(|(_, ups)| *ups > 0).map(|(t, _)| *t);
+    assert_eq!(first_scale_up, Some(62.0), "loops from 55 s to 75 s: {around:?}");
+}

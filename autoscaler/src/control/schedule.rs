@@ -19,6 +19,10 @@
 //!   watch happens to deliver between iterations. (Upstream's iteration would find pods younger
 //!   than 2 s "very new" and skip the scale-up until the timer: the window avoids that wasted
 //!   iteration.) Either flag at 0 starts at once, as upstream.
+//! - An iteration that skipped the scale-up because every unschedulable pod was very new
+//!   (upstream's "waiting one iteration for more") is followed by one as soon as they are not:
+//!   2 s after it started. Upstream waits for the timer or another pod; a burst that a timer
+//!   iteration happened to catch in its first 2 s would wait the whole scan interval.
 //! - The first iteration starts at once (upstream waits for the timer or a pod): the caches
 //!   have synced and the Lease is held, so there is nothing to wait for, and the controller's
 //!   first decision is what `plan` shows.
@@ -37,8 +41,10 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::Notify;
 
+use super::LoopReport;
 use crate::config::AutoscalingOptions;
 use crate::core::decide::{VERY_NEW_POD_AGE, is_unschedulable};
+use crate::core::plan::ScaleUpResult;
 
 /// Upstream's `maxPodChangeAge`: a pod whose `PodScheduled` condition changed longer ago than
 /// this is not new (an informer resync or an unrelated update of an old pending pod).
@@ -74,10 +80,26 @@ impl ScheduleConfig {
 pub enum IterationOutcome {
     /// It scaled up or started a deletion: the cluster is changing, look again at once.
     Productive,
+    /// Every unschedulable pod was very new (`ScaleUpResult::InCooldown`): it skipped the
+    /// scale-up, waiting for more pods.
+    WaitedForNewPods,
     /// It ran and had nothing to do.
     Idle,
     /// It failed; upstream waits as after an idle iteration.
     Failed,
+}
+
+impl IterationOutcome {
+    /// The outcome of an iteration that returned `report`.
+    pub fn of(report: &LoopReport) -> Self {
+        if report.productive() {
+            IterationOutcome::Productive
+        } else if report.plan.as_ref().is_some_and(|p| p.scale_up.result == ScaleUpResult::InCooldown) {
+            IterationOutcome::WaitedForNewPods
+        } else {
+            IterationOutcome::Idle
+        }
+    }
 }
 
 /// Why an iteration is due (upstream logs the same reasons).
@@ -185,9 +207,18 @@ impl LoopSchedule {
 
     /// The iteration ended at `at` with `outcome`.
     pub fn iteration_finished(&mut self, at: Timestamp, outcome: IterationOutcome) {
+        let timer = (plus(at, self.config.scan_interval), Trigger::Timer);
         self.due = match outcome {
-            IterationOutcome::Productive if self.config.frequent_loops => (at, Trigger::Productive),
-            _ => (plus(at, self.config.scan_interval), Trigger::Timer),
+            _ if !self.config.frequent_loops => timer,
+            IterationOutcome::Productive => (at, Trigger::Productive),
+            // The pods it saw are no longer very new 2 s after it started: look again then,
+            // not a whole scan interval later.
+            IterationOutcome::WaitedForNewPods => {
+                let started = self.last_started.unwrap_or(at);
+                let aged = plus(started, VERY_NEW_POD_AGE).max(at);
+                if aged < timer.0 { (aged, Trigger::UnschedulablePods) } else { timer }
+            }
+            IterationOutcome::Idle | IterationOutcome::Failed => timer,
         };
     }
 
@@ -454,6 +485,29 @@ mod tests {
         s.iteration_started(t(11.0));
         s.iteration_finished(t(12.0), IterationOutcome::Productive);
         assert_eq!(s.next_due(), t(22.0));
+    }
+
+    #[test]
+    fn an_iteration_that_waited_for_very_new_pods_is_followed_once_they_are_not() {
+        let mut s = after_first(config(), 0.0);
+        // A timer iteration at 10 s catches pods seen at 9.5 s in their first 2 s.
+        s.unschedulable_pods_seen(PodsSeen::at(t(9.5)));
+        assert_eq!(s.due_at(t(10.0)), Some(Trigger::Timer));
+        s.iteration_started(t(10.0));
+        s.iteration_finished(t(10.5), IterationOutcome::WaitedForNewPods);
+        assert_eq!(s.next_due(), t(12.0));
+        assert_eq!(s.due_at(t(12.0)), Some(Trigger::UnschedulablePods));
+        // An iteration longer than 2 s: the next at once.
+        s.iteration_started(t(12.0));
+        s.iteration_finished(t(15.0), IterationOutcome::WaitedForNewPods);
+        assert_eq!(s.next_due(), t(15.0));
+        // Without frequent loops: the timer.
+        let mut c = config();
+        c.frequent_loops = false;
+        let mut s = after_first(c, 0.0);
+        s.iteration_started(t(10.0));
+        s.iteration_finished(t(10.5), IterationOutcome::WaitedForNewPods);
+        assert_eq!(s.next_due(), t(20.5));
     }
 
     #[test]

@@ -615,10 +615,7 @@ pub async fn run_observed(
                 );
             }
             // An iteration takes no virtual time.
-            schedule.iteration_finished(
-                now,
-                if report.productive() { IterationOutcome::Productive } else { IterationOutcome::Idle },
-            );
+            schedule.iteration_finished(now, IterationOutcome::of(&report));
             loop_report = Some(report);
         }
         observer.after_step(now, &world, loop_report.as_ref());
