@@ -2,9 +2,10 @@
 //!
 //! Start-up: flags → Kubernetes clients (`--kubeconfig` or in-cluster) → reflectors, waiting
 //! for their first sync → the cloud provider → (with `--leader-elect`) wait for the Lease →
-//! the loop. Every `--scan-interval` (at once again after a productive loop, with
-//! `--frequent-loops-enabled`) one `run_once`; every `--horizontal-pod-autoscaler-sync-period`
-//! a pod autoscaler sync. SIGTERM / SIGINT: finish the iteration, delete the status ConfigMap,
+//! the loop: one `run_once` when `control::schedule` says (at most `--scan-interval` after the
+//! last; with `--frequent-loops-enabled`, at once after a productive one and after a batch of new
+//! unschedulable pods from the pod watch); every `--horizontal-pod-autoscaler-sync-period` a pod
+//! autoscaler sync. SIGTERM / SIGINT: finish the iteration, delete the status ConfigMap,
 //! release the Lease, exit 0. Losing the Lease stops every action at once and exits 1.
 
 use std::hash::{BuildHasher, Hasher};
@@ -20,6 +21,7 @@ use tokio::sync::watch;
 use crate::compose::{self, ProviderInputs};
 use crate::config::logging::LoggingFlags;
 use crate::config::{AutoscalingOptions, DecisionFlags};
+use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::kube_adapter::{
     KubeActions, KubeActionsOptions, KubeClientError, KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions,
@@ -114,10 +116,6 @@ pub struct RunArgs {
     /// Both limits above before the first successful loop.
     #[arg(long = "max-startup-time", help_heading = "Status and loop", default_value = "20m", value_parser = duration)]
     pub max_startup_time: Duration,
-
-    /// Start the next loop at once after one that scaled up or started a deletion.
-    #[arg(long = "frequent-loops-enabled", help_heading = "Status and loop", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub frequent_loops_enabled: bool,
 
     /// Register upstream's per-node-group gauges (`node_group_min_count`, …) in /metrics.
     #[arg(long = "emit-per-nodegroup-metrics", help_heading = "Status and loop", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
@@ -346,24 +344,26 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         expander,
         metrics: Some(kube_metrics.clone()),
     });
-    let mut next_loop = tokio::time::Instant::now();
+    // One schedule with `simulate` (`control::schedule`): the timer, productive iterations and
+    // the pod watch's new unschedulable pods, batched.
+    let mut schedule = LoopSchedule::new(ScheduleConfig::from_options(&options), Timestamp::now());
+    let unschedulable_pods = cluster.unschedulable_pods();
     let result = loop {
-        let next_sync = autoscaler
-            .next_pod_autoscaler_sync()
-            .map(|t| {
-                let wait = t.duration_since(Timestamp::now()).as_secs_f64().max(0.0);
-                tokio::time::Instant::now() + Duration::from_secs_f64(wait)
-            })
-            .unwrap_or(next_loop);
+        let next_loop = schedule.next_due();
+        let wake = autoscaler.next_pod_autoscaler_sync().map_or(next_loop, |sync| sync.min(next_loop));
         // SIGTERM first: a timer that is already due must not win over it (Kubernetes kills the
         // pod 30 s after SIGTERM by default).
         tokio::select! {
             biased;
             _ = &mut shutdown => break Ok(()),
             _ = leadership_lost(&mut election) => break Err(lost_lease()),
-            _ = tokio::time::sleep_until(next_loop.min(next_sync)) => {}
+            _ = tokio::time::sleep_until(instant_at(wake)) => {}
+            // New unschedulable pods can make the loop due sooner: look again.
+            _ = unschedulable_pods.notified() => {}
         }
-        let now = tokio::time::Instant::now();
+        if let Some(seen) = unschedulable_pods.take() {
+            schedule.unschedulable_pods_seen(seen);
+        }
         if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| Timestamp::now() >= t) {
             let refreshed = tokio::select! {
                 biased;
@@ -395,17 +395,18 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                     for (name, target, from, to) in &report.rescaled {
                         tracing::info!(autoscaler = %name, %target, from, to, "rescaled");
                     }
-                    if report.anticipated > 0 && args.frequent_loops_enabled {
-                        next_loop = now;
+                    if report.anticipated > 0 {
+                        schedule.pods_anticipated(Timestamp::now());
                     }
                 }
                 Err(error) => tracing::warn!(%error, "pod autoscaler sync failed"),
             }
         }
-        if now < next_loop {
-            continue;
-        }
         let started_at = Timestamp::now();
+        let Some(trigger) = schedule.due_at(started_at) else { continue };
+        // As upstream, at the default level: why each iteration ran.
+        tracing::info!(%trigger, "autoscaler loop triggered");
+        schedule.iteration_started(started_at);
         let started = std::time::Instant::now();
         health.record_activity(started_at);
         metrics.set_last_activity(Function::Main, started_at);
@@ -424,7 +425,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
             Stop::LeaseLost => break Err(lost_lease()),
             Stop::Shutdown => break Ok(()),
         };
-        match ran {
+        let outcome = match ran {
             Ok(report) => {
                 if let Some(state) = &report.cluster_state {
                     metrics.record_loop(&report, state, started.elapsed());
@@ -435,11 +436,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 metrics.set_cluster_resources(cores, memory);
                 health.record_success(Timestamp::now());
                 log_report(&report);
-                next_loop = if report.productive() && args.frequent_loops_enabled {
-                    tokio::time::Instant::now()
-                } else {
-                    now + options.scan_interval
-                };
+                IterationOutcome::of(&report)
             }
             Err(error) => {
                 metrics.record_loop_error(error.error_type(), started.elapsed());
@@ -447,9 +444,10 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                     health.record_success(Timestamp::now());
                 }
                 tracing::warn!(%error, "autoscaler loop failed");
-                next_loop = now + options.scan_interval;
+                IterationOutcome::Failed
             }
-        }
+        };
+        schedule.iteration_finished(Timestamp::now(), outcome);
     };
     // Exit as upstream's clean-up: the events queued so far get a moment to be written, the
     // status ConfigMap goes; then the Lease is released and the server stops. After losing the
@@ -475,6 +473,13 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     let _ = server.await;
     cluster.stop();
     result
+}
+
+/// The monotonic instant of a wall-clock time (now when it is past).
+fn instant_at(t: Timestamp) -> tokio::time::Instant {
+    let wait = t.duration_since(Timestamp::now()).as_secs_f64().max(0.0);
+    // Capped, so that a far time (`Timestamp::MAX`) cannot overflow the monotonic clock.
+    tokio::time::Instant::now() + Duration::from_secs_f64(wait.min(86_400.0 * 365.0))
 }
 
 /// Resolves when this process stops being the leader (never without leader election).

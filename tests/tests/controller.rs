@@ -366,6 +366,41 @@ async fn a_burst_of_unschedulable_pods_reaches_the_node_group_however_slowly_eve
     assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(2.0), "{text}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_unschedulable_pod_starts_a_scale_up_long_before_the_scan_interval() {
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "pod-trigger");
+    let port = free_port();
+    // The timer alone would run the second loop 10 minutes after the first.
+    let mut args: Vec<String> =
+        flags(&dir, port, &[]).into_iter().filter(|f| !f.starts_with("--scan-interval=")).collect();
+    args.push("--scan-interval=10m".into());
+    let mut controller = Controller::start(&dir, "controller", &args);
+    let first = first_node(&server, &controller).await;
+    server.seed(&running_pod("filler", 3000, &first));
+    // The first loop (at start) is over once it wrote the status: what follows is another one.
+    eventually("the first loop's status ConfigMap", || async { server.get::<ConfigMap>(Some("kube-system"), STATUS) })
+        .await;
+
+    // The scheduler marks a 3-cpu pod unschedulable, now.
+    let mut big = pending_pod("big", 3000);
+    if let Some(condition) = big.status.as_mut().and_then(|s| s.conditions.as_mut()).and_then(|c| c.first_mut()) {
+        condition.last_transition_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()));
+    }
+    server.seed(&big);
+    eventually(&format!("a scale-up for the new pod (log: {})", controller.log()), || async {
+        let triggered = event_reasons(&server, "Pod", "big").iter().any(|r| r == "TriggeredScaleUp");
+        let scaled = sample(&metrics(port).await, "cluster_autoscaler_scaled_up_nodes_total") == Some(1.0);
+        (triggered && scaled).then_some(())
+    })
+    .await;
+
+    controller.terminate();
+    let exit = controller.wait_exit(Duration::from_secs(30)).await;
+    assert!(exit.success(), "exit status {exit:?}; log:\n{}", controller.log());
+}
+
 /// A ready 4-cpu node of the static provider's group `pool`.
 fn static_node(name: &str) -> serde_json::Value {
     serde_json::json!({"apiVersion": "v1", "kind": "Node",

@@ -361,7 +361,7 @@ fn flag_parsing_rejects_unknown_flags_and_bad_values() {
     .unwrap_or_else(|e| panic!("controller flags: {e}"));
     assert_eq!((run.kube_client_qps, run.kube_client_burst), (20.0, 40));
     assert_eq!(run.leader_elect_resource_name, "ca");
-    assert!(run.record_duplicated_events && !run.frequent_loops_enabled);
+    assert!(run.record_duplicated_events && !run.flags.frequent_loops_enabled);
     assert_eq!(run.logging.verbosity, 4);
 }
 

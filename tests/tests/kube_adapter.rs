@@ -15,11 +15,12 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Event as CoreEvent, Namespace, Node, NodeSpec, Pod, PodSpec, PodStatus, ReplicationController,
-    ReplicationControllerSpec, Taint,
+    ConfigMap, Event as CoreEvent, Namespace, Node, NodeSpec, Pod, PodCondition, PodSpec, PodStatus,
+    ReplicationController, ReplicationControllerSpec, Taint,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
 use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
 
@@ -226,6 +227,52 @@ async fn stopped_cluster_keeps_its_last_view() {
     cluster.stop();
     assert!(!cluster.is_running());
     assert_eq!(names(&cluster.view().await.unwrap().nodes), ["n1"]);
+}
+
+/// A pending pod as kube-scheduler marks it, its PodScheduled condition changed at `changed`.
+fn unschedulable_pod(name: &str, changed: Timestamp) -> Pod {
+    Pod {
+        metadata: meta(Some("default"), name, &[]),
+        spec: Some(PodSpec::default()),
+        status: Some(PodStatus {
+            phase: Some("Pending".into()),
+            conditions: Some(vec![PodCondition {
+                type_: "PodScheduled".into(),
+                status: "False".into(),
+                reason: Some("Unschedulable".into()),
+                last_transition_time: Some(Time(changed)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+#[tokio::test]
+async fn the_pod_watch_signals_new_unschedulable_pods_only() {
+    let server = FakeApiServer::start().await;
+    server.seed(&unschedulable_pod("listed", Timestamp::now()));
+    let cluster = cluster(&server);
+    let signal = cluster.unschedulable_pods();
+    cluster.view().await.unwrap();
+    // In the initial list: signalled once the list is in the store.
+    tokio::time::timeout(Duration::from_secs(10), signal.notified()).await.expect("the listed pod signalled");
+    assert!(signal.take().is_some());
+
+    // An old one (its condition changed a minute ago: an unrelated update, not new) and a bound
+    // one, in the store before the new one comes.
+    let minute_ago = Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(60);
+    server.seed(&unschedulable_pod("old", minute_ago));
+    server.seed(&pod("default", "bound", &[]));
+    eventually("the old and the bound pod in the store", || async {
+        (names(&cluster.snapshot().pods) == ["bound", "listed", "old"]).then_some(())
+    })
+    .await;
+    let new_at = Timestamp::now();
+    server.seed(&unschedulable_pod("new", new_at));
+    tokio::time::timeout(Duration::from_secs(10), signal.notified()).await.expect("the new pod signalled");
+    let seen = signal.take().expect("a signal");
+    assert!(seen.first >= new_at, "only the new pod was signalled: {seen:?}, new at {new_at}");
 }
 
 #[tokio::test]

@@ -180,3 +180,83 @@ fn max_nodes_total_counts_a_starting_node_once() {
     assert_eq!(ups[1].2, 1);
     assert!(ups[1].0 <= 120, "the fifth node was asked for only at {}s", ups[1].0);
 }
+
+/// 1,000 web pods (1 CPU each) arrive in ten steps of 100, 400 ms apart from 65 s, on a
+/// cluster whose nodes are full; `pool` nodes take 8 each. The timer (`--scan-interval=10m`)
+/// runs a loop at 0 s and at 10 m only, so what happens in between is the pod signal's doing.
+/// Returns every scale-up: (seconds since the start, group, nodes asked for).
+fn burst_of_1000_pods(flags: &[&str]) -> Vec<(f64, String, usize)> {
+    let mut events = String::new();
+    for step in 0..10 {
+        let at_ms = 65_000 + step * 400;
+        events.push_str(&format!(
+            "- {{at: {at_ms}ms, scale: {{kind: Deployment, name: web, replicas: {}}}}}\n",
+            (step + 1) * 100
+        ));
+    }
+    let yaml = format!(
+        "duration: 12m\nflags: [--scan-interval=10m, --max-nodes-total=300]\nnodeGroups:\n{}{}objects:\n{}events:\n{events}",
+        group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
+        group_yaml("pool", 0, 200, 0, "8", "32Gi", ""),
+        deployment_yaml("web", 0, "1", "1Gi", ""),
+    );
+    let mut start = None;
+    let mut ups = Vec::new();
+    run_with_flags(
+        &yaml,
+        flags,
+        &mut Watch(|now: Timestamp, _: &World, report: Option<&LoopReport>| {
+            let start = *start.get_or_insert(now);
+            for inc in report.map(|r| r.scale_ups.as_slice()).unwrap_or_default() {
+                ups.push((now.duration_since(start).as_secs_f64(), inc.node_group.clone(), inc.delta));
+            }
+        }),
+    );
+    ups
+}
+
+#[test]
+fn a_burst_of_1000_pending_pods_is_one_scale_up_decision() {
+    let ups = burst_of_1000_pods(&[]);
+    assert_eq!(ups.len(), 1, "one IncreaseSize for the whole burst: {ups:?}");
+    assert_eq!((ups[0].1.as_str(), ups[0].2), ("pool", 125), "1,000 pods of 1 CPU on 8-CPU nodes");
+    // The batching window closes 1 s after the last step (68.6 s), not at the 10-minute timer.
+    assert!((ups[0].0 - 69.6).abs() < 1e-6, "decided at {}s", ups[0].0);
+}
+
+#[test]
+fn without_the_batching_window_a_burst_is_decided_piecemeal_as_upstream() {
+    // Upstream's behaviour, a loop at each new unschedulable pod: the loops of the first 2 s
+    // find every pending pod very new and wait; from then on each step's loop (and the one
+    // right after it, productive) asks for a few more nodes. Same nodes, many more calls.
+    let ups = burst_of_1000_pods(&["--unschedulable-pods-batch-idle=0"]);
+    assert!(ups.len() > 1, "{ups:?}");
+    assert_eq!(ups.iter().map(|u| u.2).sum::<usize>(), 125, "{ups:?}");
+}
+
+#[test]
+fn pods_a_timer_loop_finds_very_new_get_their_scale_up_two_seconds_later_not_a_scan_interval() {
+    // Loops run at 0 s, 10 s, 20 s, … (nothing else happens). 100 pods arrive at 59.5 s: the
+    // timer loop at 60 s finds them all younger than 2 s and waits for more (upstream's rule);
+    // the next loop comes when they are 2 s old, at 62 s, not at 70 s.
+    let yaml = format!(
+        "duration: 3m\nflags: [--max-nodes-total=300]\nnodeGroups:\n{}{}objects:\n{}events:\n- {{at: 59500ms, scale: {{kind: Deployment, name: web, replicas: 100}}}}\n",
+        group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
+        group_yaml("pool", 0, 200, 0, "8", "32Gi", ""),
+        deployment_yaml("web", 0, "1", "1Gi", ""),
+    );
+    let mut start = None;
+    let mut loops = Vec::new();
+    run(
+        &yaml,
+        &mut Watch(|now: Timestamp, _: &World, report: Option<&LoopReport>| {
+            let start = *start.get_or_insert(now);
+            if let Some(r) = report {
+                loops.push((now.duration_since(start).as_secs_f64(), r.scale_ups.len()));
+            }
+        }),
+    );
+    let around: Vec<(f64, usize)> = loops.iter().copied().filter(|(t, _)| (55.0..75.0).contains(t)).collect();
+    let first_scale_up = around.iter().find(|(_, ups)| *ups > 0).map(|(t, _)| *t);
+    assert_eq!(first_scale_up, Some(62.0), "loops from 55 s to 75 s: {around:?}");
+}

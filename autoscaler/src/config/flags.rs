@@ -398,6 +398,20 @@ pub struct DecisionFlags {
     #[arg(long = "scan-interval", help_heading = "Status and loop", default_value = "10s", value_parser = duration)]
     pub scan_interval: Duration,
 
+    /// Start the next loop at once after one that scaled up or started a deletion, and when
+    /// new unschedulable pods appear (after the batching window below).
+    #[arg(long = "frequent-loops-enabled", help_heading = "Status and loop", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub frequent_loops_enabled: bool,
+
+    /// Not upstream's: new unschedulable pods start a loop once none arrived for this long
+    /// (0: at once, as upstream), so a burst of pods is one decision.
+    #[arg(long = "unschedulable-pods-batch-idle", help_heading = "Status and loop", default_value = "1s", value_parser = duration)]
+    pub unschedulable_pods_batch_idle: Duration,
+
+    /// Not upstream's: and at the latest this long after the first of them (0: at once).
+    #[arg(long = "unschedulable-pods-batch-max", help_heading = "Status and loop", default_value = "10s", value_parser = duration)]
+    pub unschedulable_pods_batch_max: Duration,
+
     /// Upstream flags accepted for compatibility (see `compat`).
     #[command(flatten)]
     pub compat: super::compat::CompatFlags,

@@ -9,6 +9,7 @@
 pub mod actuator;
 pub mod backoff;
 pub mod registry;
+pub mod schedule;
 pub mod soft_taint;
 pub mod status;
 

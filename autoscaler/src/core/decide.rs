@@ -113,6 +113,11 @@ fn is_anticipated(pod: &PodInfo) -> bool {
     pod.annotation(crate::podscaling::ANTICIPATED_ANNOTATION).is_some()
 }
 
+/// Upstream's `unschedulablePodTimeBuffer`: pending pods younger than this are very new.
+pub const VERY_NEW_POD_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+/// The same for pods that request GPUs (`unschedulablePodWithGpuTimeBuffer`).
+const VERY_NEW_GPU_POD_AGE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Upstream waits one loop when every pending pod is very new (< 2s; GPU pods < 30s), expecting
 /// more to come — unless schedulers are bypassed. Anticipated pods are exactly the ones not to
 /// wait for.
@@ -127,7 +132,8 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
         .filter(|p| p.requests.get(simulator::resources::NVIDIA_GPU) > 0)
         .filter_map(|p| age(p))
         .fold(f64::NEG_INFINITY, f64::max);
-    (oldest.is_finite() && oldest < 2.0) || (gpu_oldest.is_finite() && gpu_oldest < 30.0)
+    (oldest.is_finite() && oldest < VERY_NEW_POD_AGE.as_secs_f64())
+        || (gpu_oldest.is_finite() && gpu_oldest < VERY_NEW_GPU_POD_AGE.as_secs_f64())
 }
 
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {

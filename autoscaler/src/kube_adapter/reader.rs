@@ -2,7 +2,7 @@
 //! a `ClusterView` on demand.
 
 use std::fmt::Debug;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ::kube::runtime::reflector::{self, Store};
@@ -18,9 +18,11 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
+use crate::control::schedule::{UnschedulablePodSignal, is_recently_unschedulable};
 use crate::core::ClusterView;
 use crate::hpa::wpa::WatermarkPodAutoscaler;
 use crate::ports::{ClusterReader, PortError};
@@ -80,10 +82,25 @@ pub struct KubeCluster {
     wpas: Option<Store<WatermarkPodAutoscaler>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     sync_timeout: Duration,
+    unschedulable_pods: Arc<UnschedulablePodSignal>,
 }
 
 /// Spawns a reflector for `api` and returns its store.
 fn reflect<K>(api: Api<K>, config: watcher::Config, server: &str, tasks: &mut Vec<JoinHandle<()>>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    reflect_observed(api, config, server, tasks, |_| {})
+}
+
+/// `reflect`, with `observe` called on every event once the store holds it.
+fn reflect_observed<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    server: &str,
+    tasks: &mut Vec<JoinHandle<()>>,
+    mut observe: impl FnMut(&watcher::Event<K>) + Send + 'static,
+) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
@@ -97,27 +114,58 @@ where
     tasks.push(tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
-            if let Err(error) = event {
-                // The whole chain: kube's own message stops at "client error (Connect)", the
-                // cause ("Connection refused", a certificate, DNS) is in its sources.
-                let mut cause = error.to_string();
-                let mut source = std::error::Error::source(&error);
-                while let Some(s) = source {
-                    // Wrappers repeat their source's words: each text once.
-                    let text = s.to_string();
-                    if !cause.contains(&text) {
-                        cause.push_str(&format!(": {text}"));
+            match event {
+                Ok(event) => observe(&event),
+                Err(error) => {
+                    // The whole chain: kube's own message stops at "client error (Connect)", the
+                    // cause ("Connection refused", a certificate, DNS) is in its sources.
+                    let mut cause = error.to_string();
+                    let mut source = std::error::Error::source(&error);
+                    while let Some(s) = source {
+                        // Wrappers repeat their source's words: each text once.
+                        let text = s.to_string();
+                        if !cause.contains(&text) {
+                            cause.push_str(&format!(": {text}"));
+                        }
+                        source = s.source();
                     }
-                    source = s.source();
+                    tracing::warn!(kind = %kind, %server, error = %cause, "watch failed; retrying with backoff");
                 }
-                tracing::warn!(kind = %kind, %server, error = %cause, "watch failed; retrying with backoff");
             }
         }
     }));
     store
 }
 
+/// The pod watch's observer: new unschedulable pods go to `signal` (only two timestamps, never
+/// a copy of a pod). Pods of a (re)list reach the store all at once when the list is complete,
+/// so the signal for them waits until then: an iteration started in between would not see them.
+fn observe_unschedulable(signal: Arc<UnschedulablePodSignal>) -> impl FnMut(&watcher::Event<Pod>) + Send + 'static {
+    let mut listed_new = false;
+    move |event| match event {
+        watcher::Event::Apply(pod) => {
+            let now = Timestamp::now();
+            if is_recently_unschedulable(pod, now) {
+                signal.record(now);
+            }
+        }
+        watcher::Event::Init => listed_new = false,
+        watcher::Event::InitApply(pod) => listed_new |= is_recently_unschedulable(pod, Timestamp::now()),
+        watcher::Event::InitDone => {
+            if std::mem::take(&mut listed_new) {
+                signal.record(Timestamp::now());
+            }
+        }
+        watcher::Event::Delete(_) => {}
+    }
+}
+
 impl KubeCluster {
+    /// Where the pod watch reports new unschedulable pods (`control::schedule`).
+    pub fn unschedulable_pods(&self) -> Arc<UnschedulablePodSignal> {
+        self.unschedulable_pods.clone()
+    }
+
     /// Starts the reflectors (in tasks of the current tokio runtime) with default options.
     pub fn start(client: Client, namespace: &str) -> KubeCluster {
         KubeCluster::start_with(client, KubeClusterOptions::new(namespace))
@@ -133,9 +181,16 @@ impl KubeCluster {
         let all = || watcher::Config { page_size: None, ..watcher::Config::default().any_semantic() };
         let priority_config_map =
             all().fields(&format!("metadata.name={}", expander::priority::PRIORITY_CONFIG_MAP_NAME));
+        let unschedulable_pods = Arc::new(UnschedulablePodSignal::new());
         KubeCluster {
             nodes: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
-            pods: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
+            pods: reflect_observed(
+                Api::all(client.clone()),
+                all(),
+                &options.server,
+                &mut tasks,
+                observe_unschedulable(unschedulable_pods.clone()),
+            ),
             pdbs: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
             daemonsets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
             replicasets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
@@ -158,6 +213,7 @@ impl KubeCluster {
             wpas: options.watch_wpas.then(|| reflect(Api::all(client), all(), &options.server, &mut tasks)),
             tasks: Mutex::new(tasks),
             sync_timeout: options.sync_timeout,
+            unschedulable_pods,
         }
     }
 

@@ -20,6 +20,7 @@ use simulator::{NodeInfo, PodInfo};
 use super::config::MemoryClusterConfig;
 use super::scheduler::SchedulerState;
 use super::store::{Kind, ObjectKey};
+use crate::control::schedule::UnschedulablePodSignal;
 use crate::core::ClusterView;
 use crate::ports::Event;
 
@@ -115,6 +116,8 @@ pub struct MemoryCluster {
     /// Per owner uid, the number of the next pod name (`<owner>-<n>`).
     pub(super) pod_name_counters: HashMap<String, u64>,
     pub(super) next_uid: u64,
+    /// Where new unschedulable pods are reported, as the kube adapter's pod watch reports them.
+    pub(super) unschedulable_pods: Arc<UnschedulablePodSignal>,
 }
 
 impl MemoryCluster {
@@ -159,6 +162,7 @@ impl MemoryCluster {
             scheduler: SchedulerState::default(),
             pod_name_counters: HashMap::new(),
             next_uid: 1,
+            unschedulable_pods: Arc::new(UnschedulablePodSignal::new()),
         };
         // Every claim of this cluster is known (none yet): the volume filters are on from the start.
         cluster.refresh_volume_index();
@@ -167,6 +171,12 @@ impl MemoryCluster {
 
     pub fn config(&self) -> &MemoryClusterConfig {
         &self.config
+    }
+
+    /// Where the cluster reports pods the scheduler (or anything else) marked unschedulable,
+    /// at the virtual time it did (`control::schedule`).
+    pub fn unschedulable_pods(&self) -> Arc<UnschedulablePodSignal> {
+        self.unschedulable_pods.clone()
     }
 
     pub fn time(&self) -> &SharedTime {

@@ -16,6 +16,7 @@ use simulator::PodInfo;
 use super::cluster::{MemoryCluster, Timer, Workload};
 use super::config::RUN_DURATION_ANNOTATION;
 use super::store::ObjectKey;
+use crate::control::schedule::is_recently_unschedulable;
 use cloudprovider::duration::parse_go_duration;
 
 /// What a pod update changed, so that derived data is recomputed only when needed.
@@ -166,6 +167,10 @@ impl MemoryCluster {
     pub(super) fn put_pod(&mut self, pod: Pod, change: PodChange) {
         let now = self.now();
         let key = ObjectKey::of(&pod.metadata);
+        // What a pod watch would deliver now: the loop's schedule hears of it.
+        if is_recently_unschedulable(&pod, now) {
+            self.unschedulable_pods.record(now);
+        }
         let pod = Arc::new(pod);
         let old = self.pods.insert(key.clone(), pod.clone());
         let old_info = self.pod_infos.get(&key).cloned();

@@ -1,6 +1,7 @@
 //! Running a scenario: the cluster moves on a virtual clock, the scenario's events happen at
-//! their times, and the real control loop (`control::Autoscaler`) runs every `--scan-interval`
-//! (at once again after a productive loop, as upstream does).
+//! their times, and the real control loop (`control::Autoscaler`) runs when the controller's
+//! schedule (`control::schedule`) says: at most `--scan-interval` after the last iteration, at
+//! once after a productive one, and after a batch of pods the scheduler marked unschedulable.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use super::metrics::{GroupInfo, KeptBy, Metrics, MetricsSummary, PodAutoscalerSe
 use super::scenario::{Action, Fault, ObjectRef, Scenario};
 use super::world::{self, World, WorldError};
 use crate::config::AutoscalingOptions;
+use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::core::counting::{Calls, Counting, CountingActions};
 use crate::core::plan::UnremovableReason;
@@ -406,7 +408,8 @@ async fn run_inner(
         Arc::new(super::load::LoadModel::new(loads, scenario.start, world.handle.clone()))
             as Arc<dyn crate::hpa::MetricsSource + Send + Sync>
     });
-    let scan_interval = options.scan_interval;
+    let mut schedule = LoopSchedule::new(ScheduleConfig::from_options(&options), scenario.start);
+    let unschedulable_pods = world.handle.lock().unschedulable_pods();
     let defaults = options.node_group_defaults.clone();
     let expander_spec = options.expander.clone();
     let (provider, actions): (Arc<dyn CloudProvider>, Arc<dyn ClusterActions>) = match &crash {
@@ -473,7 +476,6 @@ async fn run_inner(
     let mut counts = Counts::default();
     let group_ids: Vec<String> = scenario.groups.iter().map(|g| g.id.clone()).collect();
     let mut now = start;
-    let mut next_loop = start;
     let total = scenario.duration.as_secs_f64();
     let mut last_progress = -1.0;
     loop {
@@ -491,6 +493,9 @@ async fn run_inner(
             }
         }
         world.handle.lock().advance(now);
+        if let Some(seen) = unschedulable_pods.take() {
+            schedule.unschedulable_pods_seen(seen);
+        }
         if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| now >= t) {
             let r = autoscaler.sync_pod_autoscalers().await.map_err(|e| SimulateError::Loop(e.to_string()))?;
             for (name, target, from, to) in &r.rescaled {
@@ -538,13 +543,14 @@ async fn run_inner(
             }
             if r.anticipated > 0 {
                 // HPA-aware scale-up: the node autoscaler looks at once at the pods to come.
-                next_loop = now;
+                schedule.pods_anticipated(now);
             }
         }
         let mut loop_report = None;
-        let report = if now < next_loop {
+        let report = if schedule.due_at(now).is_none() {
             None
         } else if let Some(calls) = &crash {
+            schedule.iteration_started(now);
             // Every call of the in-memory cluster and cloud completes at once, so a loop that
             // does not finish at its first poll is one the crash stopped.
             match futures::FutureExt::now_or_never(autoscaler.run_once()) {
@@ -553,12 +559,15 @@ async fn run_inner(
                     autoscaler = start_autoscaler()?;
                     calls.restarted();
                     timeline.push(now, "autoscalerRestarted", json!({}));
-                    next_loop = plus(now, scan_interval);
+                    // The new process's first loop: a scan interval later, as before the crash
+                    // of a loop that failed.
+                    schedule.iteration_finished(now, IterationOutcome::Failed);
                     None
                 }
                 None => return Err(SimulateError::Loop("the control loop waited on the in-memory cluster".into())),
             }
         } else {
+            schedule.iteration_started(now);
             Some(autoscaler.run_once().await.map_err(|e| SimulateError::Loop(e.to_string()))?)
         };
         if let Some(report) = report {
@@ -662,7 +671,8 @@ async fn run_inner(
                     json!({"scaleUp": plan.scale_up.result, "message": plan.scale_up.message, "unneeded": plan.scale_down.unneeded.len(), "scaleDown": plan.scale_down.status}),
                 );
             }
-            next_loop = if report.productive() { plus(now, Duration::from_secs(1)) } else { plus(now, scan_interval) };
+            // An iteration takes no virtual time.
+            schedule.iteration_finished(now, IterationOutcome::of(&report));
             loop_report = Some(report);
         }
         observer.after_step(now, &world, loop_report.as_ref());
@@ -687,7 +697,7 @@ async fn run_inner(
         }
         let next_event = queue.first().map_or(end, |p| p.at);
         let next_sync = autoscaler.next_pod_autoscaler_sync().unwrap_or(end);
-        now = next_loop.min(next_event).min(next_sync).min(end).max(plus(now, Duration::from_millis(1)));
+        now = schedule.next_due().min(next_event).min(next_sync).min(end).max(plus(now, Duration::from_millis(1)));
     }
     let view = world.handle.lock().view();
     progress(1.0);

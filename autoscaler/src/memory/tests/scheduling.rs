@@ -47,6 +47,25 @@ fn pod_that_fits_nowhere_stays_pending_with_unschedulable_condition() {
 }
 
 #[test]
+fn pods_marked_unschedulable_are_reported_with_the_time_they_were_marked() {
+    let mut c = cluster();
+    let signal = c.unschedulable_pods();
+    c.apply(node("n1", "1", "8Gi")).unwrap();
+    c.apply(pending_pod("fits", "500m", "1Gi")).unwrap();
+    c.advance(t(1));
+    assert_eq!(signal.take(), None, "a bound pod is not reported");
+    c.apply(pending_pod("big", "2", "1Gi")).unwrap();
+    c.advance(t(3));
+    c.apply(pending_pod("bigger", "3", "1Gi")).unwrap();
+    c.advance(t(4));
+    let seen = signal.take().expect("reported");
+    assert_eq!((seen.first, seen.last), (t(3), t(4)));
+    // Still unschedulable later: nothing new to report.
+    c.advance(t(30));
+    assert_eq!(signal.take(), None);
+}
+
+#[test]
 fn unschedulable_pod_is_bound_once_a_node_that_fits_appears() {
     let mut c = cluster();
     c.apply(node("small", "1", "8Gi")).unwrap();
