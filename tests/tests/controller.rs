@@ -413,14 +413,9 @@ fn static_node(name: &str) -> serde_json::Value {
                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
-    // Two underutilized nodes each hold one replicated pod; a third node keeps a pod that may not
-    // be evicted and has room for both. With --max-drain-parallelism=1 the second drain starts once
-    // the first node is deleted through the provider — even though nobody deletes its Node object
-    // (the static provider has no cloud).
-    let server = FakeApiServer::start().await;
-    let dir = workdir(&server, "static-drains");
+/// Static nodes a, b and c: a and b hold one replica each of ReplicaSet `web` (underutilized),
+/// c holds `keeper`, a pod that may not be evicted, and has room for both replicas.
+fn seed_two_replicas_and_a_keeper(server: &FakeApiServer) {
     for name in ["a", "b", "c"] {
         server.seed_value(static_node(name)).unwrap();
     }
@@ -453,6 +448,17 @@ async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
     keeper.metadata.annotations =
         Some(BTreeMap::from([("cluster-autoscaler.kubernetes.io/safe-to-evict".to_string(), "false".to_string())]));
     server.seed(&keeper);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
+    // Two underutilized nodes each hold one replicated pod; a third node keeps a pod that may not
+    // be evicted and has room for both. With --max-drain-parallelism=1 the second drain starts once
+    // the first node is deleted through the provider — even though nobody deletes its Node object
+    // (the static provider has no cloud).
+    let server = FakeApiServer::start().await;
+    let dir = workdir(&server, "static-drains");
+    seed_two_replicas_and_a_keeper(&server);
     let mut args = flags(&dir, free_port(), &[]);
     args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
     args.extend(
@@ -486,38 +492,7 @@ async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
 async fn api_server_errors_conflicts_and_slow_answers_are_retried_without_a_wrong_deletion() {
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "api-faults");
-    for name in ["a", "b", "c"] {
-        server.seed_value(static_node(name)).unwrap();
-    }
-    server.seed(&ReplicaSet {
-        metadata: meta("default", "web", &[]),
-        spec: Some(ReplicaSetSpec {
-            replicas: Some(2),
-            selector: LabelSelector {
-                match_labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
-                ..Default::default()
-            },
-            ..Default::default()
-        }),
-        ..Default::default()
-    });
-    for (pod, node) in [("web-a", "a"), ("web-b", "b")] {
-        let mut p = running_pod(pod, 100, node);
-        p.metadata.labels = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
-        p.metadata.owner_references = Some(vec![OwnerReference {
-            api_version: "apps/v1".into(),
-            kind: "ReplicaSet".into(),
-            name: "web".into(),
-            uid: "uid-web".into(),
-            controller: Some(true),
-            ..Default::default()
-        }]);
-        server.seed(&p);
-    }
-    let mut keeper = running_pod("keeper", 100, "c");
-    keeper.metadata.annotations =
-        Some(BTreeMap::from([("cluster-autoscaler.kubernetes.io/safe-to-evict".to_string(), "false".to_string())]));
-    server.seed(&keeper);
+    seed_two_replicas_and_a_keeper(&server);
     let faults = [
         Fault::new("/api/v1/pods", 503).verb(Verb::List).times(3),
         Fault::new("/api/v1/nodes/a", 500).verb(Verb::Get).times(2),
