@@ -523,6 +523,16 @@ async fn api_server_errors_conflicts_and_slow_answers_are_retried_without_a_wron
     assert!(controller.try_exit().is_none(), "the controller kept running; log: {}", controller.log());
 }
 
+/// A cordoned node with the `ToBeDeletedByClusterAutoscaler` taint a previous run left: the first
+/// iteration reads it, then writes it without the taint.
+fn seed_node_left_tainted(server: &FakeApiServer, name: &str) {
+    server
+        .seed_value(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "spec": {"unschedulable": true, "taints": [
+                {"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}]}}))
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     let server = FakeApiServer::start().await;
@@ -530,11 +540,7 @@ async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     // Two nodes with taints a previous run left: the first iteration removes them one node at a
     // time (read, then write), and the API server is slow to answer the first read of each.
     for name in ["a", "b"] {
-        server
-            .seed_value(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                "spec": {"unschedulable": true, "taints": [
-                    {"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}]}}))
-            .unwrap();
+        seed_node_left_tainted(&server, name);
         server.inject_fault(Fault::slow(format!("/api/v1/nodes/{name}"), Duration::from_secs(8)));
     }
     // The Lease is created, then every renewal fails: leadership ends after the renew deadline,
@@ -587,11 +593,7 @@ async fn sigterm_during_a_slow_iteration_exits_at_once_without_writing() {
     // Leftover taints of a previous run: the first iteration reads each node, then writes it;
     // node a's read is answered slowly.
     for name in ["a", "b"] {
-        server
-            .seed_value(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                "spec": {"unschedulable": true, "taints": [
-                    {"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}]}}))
-            .unwrap();
+        seed_node_left_tainted(&server, name);
     }
     server.inject_fault(Fault::slow("/api/v1/nodes/a", Duration::from_secs(120)).verb(Verb::Get));
     let mut args = flags(&dir, free_port(), &[]);

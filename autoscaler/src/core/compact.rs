@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Trims `object` (of any kind) to what the autoscaler reads.
-pub fn compact<K: Any>(object: &mut K, meta: impl FnOnce(&mut K) -> &mut ObjectMeta) {
-    compact_meta(meta(object));
+pub fn compact<K: kube::Resource + Any>(object: &mut K) {
+    compact_meta(object.meta_mut());
     let object = object as &mut dyn Any;
     if let Some(pod) = object.downcast_mut::<Pod>() {
         compact_pod(pod);
@@ -103,7 +103,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        compact(&mut pod, |p| &mut p.metadata);
+        compact(&mut pod);
         assert_eq!(pod.metadata.managed_fields, None);
         assert_eq!(
             pod.metadata.annotations.as_ref().map(|a| a.keys().cloned().collect::<Vec<_>>()),
@@ -118,7 +118,7 @@ mod tests {
             status: Some(NodeStatus { images: Some(vec![Default::default()]), ..Default::default() }),
             ..Default::default()
         };
-        compact(&mut node, |n| &mut n.metadata);
+        compact(&mut node);
         assert_eq!(node.status.unwrap().images, None);
     }
 }

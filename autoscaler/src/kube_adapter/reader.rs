@@ -109,7 +109,7 @@ where
     let server = server.to_string();
     let stream = watcher(api, config)
         .default_backoff()
-        .modify(|object: &mut K| crate::core::compact::compact(object, |o| o.meta_mut()))
+        .modify(|object: &mut K| crate::core::compact::compact(object))
         .reflect(writer);
     tasks.push(tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);

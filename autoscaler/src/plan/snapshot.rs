@@ -496,7 +496,7 @@ fn typed<T: DeserializeOwned + kube::Resource + 'static>(
     for path in read.unknown_fields {
         *seen.unknown_fields.entry((file.to_string(), kind.clone(), objects::path_pattern(&path))).or_default() += 1;
     }
-    crate::core::compact::compact(&mut read.object, |o| o.meta_mut());
+    crate::core::compact::compact(&mut read.object);
     Ok(Arc::new(read.object))
 }
 

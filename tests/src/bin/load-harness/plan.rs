@@ -62,6 +62,9 @@ fn plan_size(options: &Options, nodes: usize, pods: usize) -> Result<PlanRow, St
     let config = dir.join("cloud-config.yaml");
     std::fs::write(&config, cluster.cloud_config()).map_err(|e| format!("writing {}: {e}", config.display()))?;
     progress(&format!("  {:.0} MB; running plan", dump_bytes as f64 / 1e6));
+    // plan's warnings go to a file: a pipe read only after the exit could fill and stall it.
+    let log = dir.join("plan.log");
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("creating {}: {e}", log.display()))?;
     let started = Instant::now();
     let child = Command::new(&options.controller)
         .arg("plan")
@@ -70,16 +73,13 @@ fn plan_size(options: &Options, nodes: usize, pods: usize) -> Result<PlanRow, St
         .arg(format!("--cloud-config={}", config.display()))
         .arg("--output=json")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .map_err(|e| format!("starting {}: {e}", options.controller.display()))?;
     let (status, peak_rss) = wait_with_peak(child.id())?;
     let wall = started.elapsed();
     if status != 0 {
-        let mut stderr = String::new();
-        if let Some(mut err) = child.stderr {
-            let _ = std::io::Read::read_to_string(&mut err, &mut stderr);
-        }
+        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
         return Err(format!("plan exited with status {status}: {stderr}"));
     }
     Ok(PlanRow { nodes, pods, dump_bytes, wall, peak_rss })
