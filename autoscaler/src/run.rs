@@ -5,8 +5,8 @@
 //! the loop: one `run_once` when `control::schedule` says (at most `--scan-interval` after the
 //! last; with `--frequent-loops-enabled`, at once after a productive one and after a batch of new
 //! unschedulable pods from the pod watch); every `--horizontal-pod-autoscaler-sync-period` a pod
-//! autoscaler sync. SIGTERM / SIGINT: finish the iteration, delete the status ConfigMap,
-//! release the Lease, exit 0. Losing the Lease stops every action at once and exits 1.
+//! autoscaler sync, its metrics read by a task beside the loop. SIGTERM / SIGINT: cancel the
+//! iteration at its next await, delete the status ConfigMap, release the Lease, exit 0. Losing the Lease stops every action at once and exits 1.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use crate::compose::{self, ProviderInputs};
 use crate::config::logging::LoggingFlags;
 use crate::config::{AutoscalingOptions, DecisionFlags};
 use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig};
-use crate::control::{Autoscaler, LoopReport, Parts};
+use crate::control::{Autoscaler, LoopReport, Parts, pod_autoscaler_view};
 use crate::kube_adapter::{
     KubeActions, KubeActionsOptions, KubeClientError, KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions,
     KubeMetrics, wpa_crd_installed,
@@ -266,7 +266,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         server: clients.server.clone(),
         ..KubeClusterOptions::new(&options.namespace)
     };
-    let cluster = Arc::new(KubeCluster::start_with(clients.client.clone(), cluster_options));
+    let cluster = Arc::new(KubeCluster::start_with(clients.watch_client.clone(), cluster_options));
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     // The caches must sync before anything is decided; a signal meanwhile is a clean exit.
@@ -301,7 +301,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
             ..Default::default()
         },
     ));
-    let kube_metrics = Arc::new(KubeMetrics::new(clients.client.clone()));
+    let kube_metrics = Arc::new(KubeMetrics::new(clients.metrics_client.clone()));
 
     // Leadership: nothing acts before the Lease is ours; losing it stops everything at once.
     let mut election = if args.leader_elect {
@@ -348,35 +348,39 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     // the pod watch's new unschedulable pods, batched.
     let mut schedule = LoopSchedule::new(ScheduleConfig::from_options(&options), Timestamp::now());
     let unschedulable_pods = cluster.unschedulable_pods();
+    // The pod autoscalers' metrics are read beside the loop (with their own request budget),
+    // not in it: hundreds of HPAs across namespaces take seconds to read, and a burst of
+    // unschedulable pods must not wait for them. The sync itself (decisions and their few
+    // writes) runs in the loop once its metrics are in.
+    let mut metrics_refresh: Option<tokio::task::JoinHandle<()>> = None;
     let result = loop {
         let next_loop = schedule.next_due();
-        let wake = autoscaler.next_pod_autoscaler_sync().map_or(next_loop, |sync| sync.min(next_loop));
+        let sync_due = if metrics_refresh.is_some() { None } else { autoscaler.next_pod_autoscaler_sync() };
+        let wake = sync_due.map_or(next_loop, |sync| sync.min(next_loop));
+        let refreshed = async {
+            match metrics_refresh.as_mut() {
+                Some(task) => {
+                    let _ = task.await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         // SIGTERM first: a timer that is already due must not win over it (Kubernetes kills the
         // pod 30 s after SIGTERM by default).
-        tokio::select! {
+        let metrics_in = tokio::select! {
             biased;
             _ = &mut shutdown => break Ok(()),
             _ = leadership_lost(&mut election) => break Err(lost_lease()),
-            _ = tokio::time::sleep_until(instant_at(wake)) => {}
+            _ = refreshed => true,
+            _ = tokio::time::sleep_until(instant_at(wake)) => false,
             // New unschedulable pods can make the loop due sooner: look again.
-            _ = unschedulable_pods.notified() => {}
-        }
+            _ = unschedulable_pods.notified() => false,
+        };
         if let Some(seen) = unschedulable_pods.take() {
             schedule.unschedulable_pods_seen(seen);
         }
-        if autoscaler.next_pod_autoscaler_sync().is_some_and(|t| Timestamp::now() >= t) {
-            let refreshed = tokio::select! {
-                biased;
-                _ = &mut shutdown => false,
-                _ = async {
-                    if let Ok(view) = cluster.view().await {
-                        kube_metrics.refresh(&autoscaler.pod_autoscaler_view(view)).await;
-                    }
-                } => true,
-            };
-            if !refreshed {
-                break Ok(());
-            }
+        if metrics_in {
+            metrics_refresh = None;
             // Losing the Lease (or SIGTERM) cancels the sync at its next await: no write after.
             let synced = tokio::select! {
                 biased;
@@ -401,6 +405,13 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 }
                 Err(error) => tracing::warn!(%error, "pod autoscaler sync failed"),
             }
+        } else if metrics_refresh.is_none() && sync_due.is_some_and(|t| Timestamp::now() >= t) {
+            let (cluster, kube_metrics, options) = (cluster.clone(), kube_metrics.clone(), options.clone());
+            metrics_refresh = Some(tokio::spawn(async move {
+                if let Ok(view) = cluster.view().await {
+                    kube_metrics.refresh(&pod_autoscaler_view(&options, view)).await;
+                }
+            }));
         }
         let started_at = Timestamp::now();
         let Some(trigger) = schedule.due_at(started_at) else { continue };
@@ -462,6 +473,9 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         && let Err(error) = actions.delete_status(&options.namespace, &options.status_config_map_name).await
     {
         tracing::warn!(%error, "could not delete the status ConfigMap");
+    }
+    if let Some(task) = metrics_refresh {
+        task.abort();
     }
     let _ = stop_tx.send(true);
     if let Some(handle) = election {

@@ -183,6 +183,17 @@ fn fake_node(instance_id: &str, reason: &str) -> Node {
     }
 }
 
+/// `view` without the pod autoscalers whose mode is `off` in `options`.
+pub fn pod_autoscaler_view(options: &AutoscalingOptions, mut view: ClusterView) -> ClusterView {
+    if options.hpa_mode == PodAutoscalerMode::Off {
+        view.hpas.clear();
+    }
+    if options.wpa_mode == PodAutoscalerMode::Off {
+        view.wpas.clear();
+    }
+    view
+}
+
 impl Autoscaler {
     pub fn new(parts: Parts) -> Self {
         Autoscaler {
@@ -330,14 +341,8 @@ impl Autoscaler {
     }
 
     /// `view` without the pod autoscalers whose mode is `off`.
-    pub fn pod_autoscaler_view(&self, mut view: ClusterView) -> ClusterView {
-        if self.options.hpa_mode == PodAutoscalerMode::Off {
-            view.hpas.clear();
-        }
-        if self.options.wpa_mode == PodAutoscalerMode::Off {
-            view.wpas.clear();
-        }
-        view
+    pub fn pod_autoscaler_view(&self, view: ClusterView) -> ClusterView {
+        pod_autoscaler_view(&self.options, view)
     }
 
     pub fn options(&self) -> &AutoscalingOptions {

@@ -28,7 +28,7 @@ mod replica_calculator;
 pub mod wpa;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests_behavior;
 #[cfg(test)]

@@ -46,12 +46,20 @@ pub enum KubeClientError {
     Build(String),
 }
 
-/// The clients the controller uses. The first two share one rate limiter; leader election has
-/// its own, so a busy loop never starves the Lease renewals (as upstream's separate client).
+/// The clients the controller uses, with four request budgets of `--kube-client-qps` /
+/// `--kube-client-burst` each: the loop's reads and writes (`client`, `eviction_client`); the
+/// watches; the pod autoscalers' metrics reads; leader election. So neither the lists of a large
+/// cluster nor an HPA sync's metrics reads delay a taint or an eviction, and a busy loop never
+/// starves the Lease renewals (upstream's leader election and kube-controller-manager's HPA
+/// have clients of their own too).
 #[derive(Clone)]
 pub struct KubeClients {
-    /// Reads, watches and writes, with kube's default retry of 429/503/504.
+    /// The loop's reads and writes, with kube's default retry of 429/503/504.
     pub client: Client,
+    /// The reflectors' lists and watches (`KubeCluster`).
+    pub watch_client: Client,
+    /// The embedded pod autoscalers' metrics API reads (`KubeMetrics`).
+    pub metrics_client: Client,
     /// Evictions only: no automatic retry, so a PodDisruptionBudget's 429 comes back at once
     /// (kube's default client would retry it for many seconds).
     pub eviction_client: Client,
@@ -132,6 +140,8 @@ impl KubeClients {
         let mut no_retry = config.clone();
         no_retry.default_retry = false;
         Ok(KubeClients {
+            watch_client: build(config.clone(), TokenBucket::new(qps, burst))?,
+            metrics_client: build(config.clone(), TokenBucket::new(qps, burst))?,
             client: build(config, bucket.clone())?,
             eviction_client: build(no_retry.clone(), bucket)?,
             lease_client: build(no_retry, TokenBucket::new(qps, burst))?,

@@ -249,7 +249,7 @@ impl LiveCluster {
             server: clients.server.clone(),
             ..KubeClusterOptions::new(&options.namespace)
         };
-        let cluster = KubeCluster::start_with(clients.client.clone(), cluster_options);
+        let cluster = KubeCluster::start_with(clients.watch_client.clone(), cluster_options);
         let deadline = tokio::time::Instant::now() + Self::SYNC_DEADLINE;
         let view = loop {
             match cluster.view().await {
@@ -262,7 +262,7 @@ impl LiveCluster {
             }
         };
         cluster.stop();
-        let metrics = KubeMetrics::new(clients.client.clone());
+        let metrics = KubeMetrics::new(clients.metrics_client.clone());
         metrics.refresh(&view).await;
         Ok(LiveCluster { clients, view, metrics })
     }

@@ -128,6 +128,9 @@ pub struct AutoscalerReport {
     /// The scale change to apply, if any.
     #[serde(skip)]
     pub rescale: Option<Rescale>,
+    /// The status to write; `None` when the object already has it (upstream's controllers skip
+    /// a status write that would change nothing: hundreds of HPAs would otherwise spend the
+    /// client's request budget on every sync).
     #[serde(skip)]
     pub hpa_status: Option<HorizontalPodAutoscalerStatus>,
     #[serde(skip)]
@@ -242,7 +245,7 @@ impl PodScaling {
                 events: events(&decision.events),
                 dry_run: false,
                 rescale: decision.rescale.then(|| Rescale { target: t.clone(), to: decision.desired_replicas }),
-                hpa_status: Some(status),
+                hpa_status: (hpa.status.as_ref() != Some(&status)).then_some(status),
                 wpa_status: None,
             });
         }
@@ -287,7 +290,7 @@ impl PodScaling {
                 dry_run: decision.dry_run,
                 rescale: decision.applies().then(|| Rescale { target: t.clone(), to: decision.desired_replicas }),
                 hpa_status: None,
-                wpa_status: Some(decision.status.clone()),
+                wpa_status: (wpa.status.as_ref() != Some(&decision.status)).then(|| decision.status.clone()),
             };
             if report.rescale.is_some() {
                 self.wpa_rescales.insert(name, decision);
@@ -386,4 +389,52 @@ pub fn anticipated_pods(rescale: &Rescale, now: Timestamp) -> Vec<Arc<Pod>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hpa::test_support::{FakeMetrics, cpu_utilization, hpa, pods, t};
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    fn reconcile(
+        scaling: &mut PodScaling,
+        view: &ClusterView,
+        metrics: &FakeMetrics,
+        now: Timestamp,
+    ) -> AutoscalerReport {
+        scaling.reconcile(view, &|target| target_from_view(view, target), metrics, now).remove(0)
+    }
+
+    #[test]
+    fn a_status_the_hpa_already_has_is_not_written_again() {
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "app", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {}, "template": {}},
+            "status": {"replicas": 2},
+        }))
+        .unwrap();
+        let spec = serde_json::json!({"minReplicas": 1, "maxReplicas": 5, "metrics": [cpu_utilization(50)]});
+        let mut view = ClusterView {
+            deployments: vec![Arc::new(deployment)],
+            pods: pods(2, "1"),
+            hpas: vec![Arc::new(hpa(spec))],
+            ..Default::default()
+        };
+        let at_target = FakeMetrics::cpu(&[("p0", 500), ("p1", 500)], t(0));
+        let mut scaling = PodScaling::new(HpaConfig::default());
+
+        let first = reconcile(&mut scaling, &view, &at_target, t(0));
+        let status = first.hpa_status.expect("a new HPA gets a status");
+        assert!(first.rescale.is_none(), "at its target: no rescale");
+        // The API server now holds that status: the next sync, with the same metrics, has
+        // nothing to write.
+        let mut written = (*view.hpas[0]).clone();
+        written.status = Some(status);
+        view.hpas = vec![Arc::new(written)];
+        assert_eq!(reconcile(&mut scaling, &view, &at_target, t(15)).hpa_status, None);
+        // A change (usage above the target) is written.
+        let busier = FakeMetrics::cpu(&[("p0", 900), ("p1", 900)], t(30));
+        assert!(reconcile(&mut scaling, &view, &busier, t(30)).hpa_status.is_some());
+    }
 }
