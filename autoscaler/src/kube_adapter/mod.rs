@@ -5,10 +5,13 @@
 //! - [`KubeClients`] ([`KubeClients::connect`] from [`KubeClientOptions`], i.e. `--kubeconfig`,
 //!   `--kubernetes`, `--kube-client-qps`, `--kube-client-burst`): a client with kube's default
 //!   retry policy for reads and writes, and one without it for evictions (a PDB's 429 must come
-//!   back at once, not after kube's retries). Both share a client-go-like token bucket.
+//!   back at once, not after kube's retries), sharing a client-go-like token bucket; the
+//!   watches, the metrics reads and leader election have a bucket each.
 //!   TLS is rustls with aws-lc-rs only.
 //! - [`KubeCluster`] (`ClusterReader`): reflectors for every kind in `ClusterView`, resuming
 //!   after dropped connections and `410 Gone`; `view()` waits (bounded) for the first sync.
+//!   Objects are parsed as [`lean::Lean`] (no managed fields, no last-applied annotation) and
+//!   trimmed further (`core::compact`) before they are stored.
 //!   WatermarkPodAutoscalers are watched when discovery finds their CRD ([`wpa_crd_installed`]).
 //! - [`KubeActions`] (`ClusterActions`): taints and cordons with conflict retries (750 ms /
 //!   5 s like upstream), evictions through the `policy/v1` Eviction subresource, the `scale`
@@ -19,6 +22,7 @@ mod actions;
 mod client;
 mod errors;
 mod events;
+mod lean;
 mod metrics;
 mod rate_limit;
 mod reader;

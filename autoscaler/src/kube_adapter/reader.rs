@@ -9,7 +9,7 @@ use ::kube::runtime::reflector::{self, Store};
 use ::kube::runtime::{WatchStreamExt, watcher};
 use ::kube::{Api, Client, Resource};
 use async_trait::async_trait;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
@@ -22,6 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
+use super::lean::Lean;
 use crate::control::schedule::{UnschedulablePodSignal, is_recently_unschedulable};
 use crate::core::ClusterView;
 use crate::hpa::wpa::WatermarkPodAutoscaler;
@@ -61,7 +62,8 @@ impl KubeClusterOptions {
 /// Each reflector runs in its own task: kube-runtime's watcher lists (from the watch cache),
 /// then watches from the list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
 /// over with a fresh list, and errors back off (800 ms doubling to 30 s, with jitter). Meanwhile
-/// its store keeps serving the last complete state. `managedFields` are dropped to save memory.
+/// its store keeps serving the last complete state. Objects are parsed without `managedFields`
+/// (`Lean`) and trimmed (`core::compact`) before they are stored.
 pub struct KubeCluster {
     nodes: Store<Node>,
     pods: Store<Pod>,
@@ -86,7 +88,7 @@ pub struct KubeCluster {
 }
 
 /// Spawns a reflector for `api` and returns its store.
-fn reflect<K>(api: Api<K>, config: watcher::Config, server: &str, tasks: &mut Vec<JoinHandle<()>>) -> Store<K>
+fn reflect<K>(api: Api<Lean<K>>, config: watcher::Config, server: &str, tasks: &mut Vec<JoinHandle<()>>) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
@@ -95,7 +97,7 @@ where
 
 /// `reflect`, with `observe` called on every event once the store holds it.
 fn reflect_observed<K>(
-    api: Api<K>,
+    api: Api<Lean<K>>,
     config: watcher::Config,
     server: &str,
     tasks: &mut Vec<JoinHandle<()>>,
@@ -109,6 +111,7 @@ where
     let server = server.to_string();
     let stream = watcher(api, config)
         .default_backoff()
+        .map_ok(unwrap_lean)
         .modify(|object: &mut K| crate::core::compact::compact(object))
         .reflect(writer);
     tasks.push(tokio::spawn(async move {
@@ -135,6 +138,17 @@ where
         }
     }));
     store
+}
+
+/// The object of an event, without the `Lean` wrapper it was parsed in.
+fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
+    match event {
+        watcher::Event::Apply(Lean(object)) => watcher::Event::Apply(object),
+        watcher::Event::Delete(Lean(object)) => watcher::Event::Delete(object),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(Lean(object)) => watcher::Event::InitApply(object),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
 }
 
 /// The pod watch's observer: new unschedulable pods go to `signal` (only two timestamps, never

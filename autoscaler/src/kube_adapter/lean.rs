@@ -1,0 +1,385 @@
+//! `Lean<K>`: a Kubernetes object read from the API server without the parts the autoscaler
+//! never reads and that weigh most: `metadata.managedFields` and kubectl's last-applied
+//! annotation. They are skipped while parsing (the parser steps over their text), never built
+//! and then dropped: on a large cluster's initial lists they are about half of each object.
+//!
+//! The reflectors watch `Api<Lean<K>>` and store the plain `K`. The skipping is a thin
+//! deserializer that forwards everything to the JSON one except those two keys, and only where
+//! they have that meaning: `managedFields` directly in an object's (or template's) `metadata`,
+//! the annotation in its `annotations`. Other maps (a ConfigMap's data, labels) are untouched.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use ::kube::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
+
+/// The annotation kubectl writes on `kubectl apply`: a copy of the whole applied object.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// A `K` parsed without its managed fields and last-applied annotation.
+#[derive(Clone, Debug)]
+pub struct Lean<K>(pub K);
+
+impl<K: Resource> Resource for Lean<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        self.0.meta()
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.0.meta_mut()
+    }
+}
+
+impl<'de, K: de::Deserialize<'de>> de::Deserialize<'de> for Lean<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        K::deserialize(Skipping { inner: deserializer, place: Place::Object }).map(Lean)
+    }
+}
+
+/// Where a value sits, for what may be skipped in it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Any value outside an object's metadata: its `metadata` key is an `ObjectMeta`.
+    Object,
+    /// An `ObjectMeta`: `managedFields` is skipped.
+    Metadata,
+    /// `metadata.annotations`: the last-applied annotation is skipped.
+    Annotations,
+    /// Inside the metadata's other fields (labels, owners…): nothing is skipped.
+    Plain,
+}
+
+impl Place {
+    /// The place of the value under `key` in a map at `self`.
+    fn child(self, key: &str) -> Place {
+        match (self, key) {
+            (Place::Object, "metadata") => Place::Metadata,
+            (Place::Object, _) => Place::Object,
+            (Place::Metadata, "annotations") => Place::Annotations,
+            _ => Place::Plain,
+        }
+    }
+
+    fn skips(self, key: &str) -> bool {
+        match self {
+            Place::Metadata => key == "managedFields",
+            Place::Annotations => key == LAST_APPLIED,
+            Place::Object | Place::Plain => false,
+        }
+    }
+}
+
+struct Skipping<D> {
+    inner: D,
+    place: Place,
+}
+
+/// Forwards `deserialize_*` methods to the inner deserializer with the visitor wrapped.
+macro_rules! forward {
+    ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
+        $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            self.inner.$method($($arg,)* Wrapped { inner: visitor, place: self.place })
+        })*
+    };
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<D> {
+    type Error = D::Error;
+
+    forward! {
+        deserialize_any(), deserialize_bool(), deserialize_i8(), deserialize_i16(), deserialize_i32(),
+        deserialize_i64(), deserialize_i128(), deserialize_u8(), deserialize_u16(), deserialize_u32(),
+        deserialize_u64(), deserialize_u128(), deserialize_f32(), deserialize_f64(), deserialize_char(),
+        deserialize_str(), deserialize_string(), deserialize_bytes(), deserialize_byte_buf(),
+        deserialize_option(), deserialize_unit(), deserialize_unit_struct(name: &'static str),
+        deserialize_newtype_struct(name: &'static str), deserialize_seq(), deserialize_tuple(len: usize),
+        deserialize_tuple_struct(name: &'static str, len: usize), deserialize_map(),
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]),
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]),
+        deserialize_identifier(), deserialize_ignored_any(),
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.inner.is_human_readable()
+    }
+}
+
+/// A visitor whose maps and sequences skip what their place says.
+struct Wrapped<V> {
+    inner: V,
+    place: Place,
+}
+
+macro_rules! pass {
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(fn $method<E: de::Error>(self, v: $ty) -> Result<V::Value, E> {
+            self.inner.$method(v)
+        })*
+    };
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+
+    pass! {
+        visit_bool(bool), visit_i8(i8), visit_i16(i16), visit_i32(i32), visit_i64(i64), visit_i128(i128),
+        visit_u8(u8), visit_u16(u16), visit_u32(u32), visit_u64(u64), visit_u128(u128), visit_f32(f32),
+        visit_f64(f64), visit_char(char), visit_str(&str), visit_borrowed_str(&'de str), visit_string(String),
+        visit_bytes(&[u8]), visit_borrowed_bytes(&'de [u8]), visit_byte_buf(Vec<u8>),
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.inner.visit_none()
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.inner.visit_unit()
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_some(Skipping { inner: d, place: self.place })
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_newtype_struct(Skipping { inner: d, place: self.place })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        // The items of a list are objects of their own (containers, list items…).
+        let place = if self.place == Place::Object { Place::Object } else { Place::Plain };
+        self.inner.visit_seq(Elements { inner: seq, place })
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.inner.visit_map(Entries { inner: map, place: self.place, value_place: Place::Plain })
+    }
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        self.inner.visit_enum(Variant { inner: data, place: self.place })
+    }
+}
+
+/// An enum value (our own types' enums; k8s-openapi's have none) read at `place`.
+struct Variant<A> {
+    inner: A,
+    place: Place,
+}
+
+impl<'de, A: EnumAccess<'de>> EnumAccess<'de> for Variant<A> {
+    type Error = A::Error;
+    type Variant = Variant<A::Variant>;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant), A::Error> {
+        let (value, variant) = self.inner.variant_seed(seed)?;
+        Ok((value, Variant { inner: variant, place: self.place }))
+    }
+}
+
+impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Variant<A> {
+    type Error = A::Error;
+
+    fn unit_variant(self) -> Result<(), A::Error> {
+        self.inner.unit_variant()
+    }
+    fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
+        self.inner.newtype_variant_seed(Seed { inner: seed, place: self.place })
+    }
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
+        self.inner.tuple_variant(len, Wrapped { inner: visitor, place: self.place })
+    }
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        self.inner.struct_variant(fields, Wrapped { inner: visitor, place: self.place })
+    }
+}
+
+/// A seed whose value is read at `place`.
+struct Seed<S> {
+    inner: S,
+    place: Place,
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
+        self.inner.deserialize(Skipping { inner: d, place: self.place })
+    }
+}
+
+struct Elements<A> {
+    inner: A,
+    place: Place,
+}
+
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<A> {
+    type Error = A::Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, A::Error> {
+        self.inner.next_element_seed(Seed { inner: seed, place: self.place })
+    }
+    fn size_hint(&self) -> Option<usize> {
+        self.inner.size_hint()
+    }
+}
+
+struct Entries<A> {
+    inner: A,
+    place: Place,
+    /// The place of the value after the key just read.
+    value_place: Place,
+}
+
+/// A map key, borrowed from the input when it has no escapes.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key::Borrowed(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key::Owned(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+        Ok(Key::Owned(v))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key<'de>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        loop {
+            let Some(key) = self.inner.next_key_seed(KeyVisitor)? else { return Ok(None) };
+            if self.place.skips(key.as_str()) {
+                self.inner.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            self.value_place = self.place.child(key.as_str());
+            return match key {
+                Key::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
+                Key::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
+            }
+            .map(Some);
+        }
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
+        self.inner.next_value_seed(Seed { inner: seed, place: self.value_place })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use serde_json::json;
+
+    #[test]
+    fn managed_fields_and_the_last_applied_annotation_are_never_built() {
+        let text = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": "p", "namespace": "ns",
+                "labels": {"managedFields": "a label may have any name", "app": "web"},
+                "annotations": {LAST_APPLIED: "{\"big\": true}", "keep": "me"},
+                "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}],
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": true}],
+            },
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "250m"}}}],
+                "nodeName": "n1",
+            },
+            "status": {"phase": "Running"},
+        })
+        .to_string();
+        let Lean(pod): Lean<Pod> = serde_json::from_str(&text).unwrap();
+        let mut expected: Pod = serde_json::from_str(&text).unwrap();
+        expected.metadata.managed_fields = None;
+        expected.metadata.annotations.as_mut().unwrap().remove(LAST_APPLIED);
+        assert_eq!(pod, expected);
+        assert_eq!(pod.metadata.labels.as_ref().unwrap().len(), 2, "labels are data: none is skipped");
+    }
+
+    #[test]
+    fn data_keys_named_like_skipped_fields_are_kept() {
+        let text = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "kube-system"},
+            "data": {"managedFields": "x", LAST_APPLIED: "y", "metadata": "z"},
+        })
+        .to_string();
+        let Lean(config_map): Lean<ConfigMap> = serde_json::from_str(&text).unwrap();
+        assert_eq!(config_map, serde_json::from_str::<ConfigMap>(&text).unwrap());
+    }
+
+    #[test]
+    fn escaped_keys_bad_values_and_templates_behave_as_without_skipping() {
+        // An escaped key is not borrowed from the input.
+        let text = r#"{"metadata": {"name": "p", "managedFields": [], "na\u006de2": 1}, "spec": {"containers": []}}"#;
+        let Lean(pod): Lean<Pod> = serde_json::from_str(text).unwrap();
+        assert_eq!(pod.metadata.name.as_deref(), Some("p"));
+        // A wrong type is the same error as without skipping.
+        let bad = r#"{"metadata": {"name": 5}}"#;
+        let lean = serde_json::from_str::<Lean<Pod>>(bad).unwrap_err().to_string();
+        let plain = serde_json::from_str::<Pod>(bad).unwrap_err().to_string();
+        assert_eq!(lean, plain);
+        // A workload's pod template has metadata of its own: its managed fields go too.
+        let text = r#"{"metadata": {"name": "d"}, "spec": {"selector": {}, "template": {"metadata": {"managedFields": [{"manager": "m"}], "labels": {"a": "b"}}}}}"#;
+        let Lean(deployment): Lean<k8s_openapi::api::apps::v1::Deployment> = serde_json::from_str(text).unwrap();
+        let template = deployment.spec.unwrap().template.metadata.unwrap();
+        assert_eq!(template.managed_fields, None);
+        assert_eq!(template.labels.unwrap()["a"], "b");
+    }
+}
