@@ -2,8 +2,9 @@
 //! controller's watches, `plan`'s live reads) and from dumps are trimmed as they arrive to the
 //! parts a decision reads: on a large cluster most of a pod's bytes are its containers'
 //! environment, commands and probes, `managedFields` and kubectl's last-applied copy of the
-//! whole object, the containers' states, and a node's list of cached images. None of these is read by the scheduler's
-//! filters, the drain rules, the pod autoscalers or the reports.
+//! whole object, the containers' states, volumes of kinds nothing reads, and a node's list of
+//! cached images. None of these is read by the scheduler's filters, the drain rules, the pod
+//! autoscalers or the reports.
 
 use std::any::Any;
 
@@ -35,6 +36,10 @@ fn compact_meta(meta: &mut ObjectMeta) {
 /// restart policy (a sidecar's is); the rest only matters to the kubelet.
 /// The status keeps its phase, conditions, start time and nominated node; the containers'
 /// states and the pod's addresses are the kubelet's.
+/// Volumes keep the kinds decisions read: claims and ephemeral claims (the scheduler's volume
+/// filters) and local storage (hostPath, emptyDir: the drain rules). The others — service
+/// account tokens, ConfigMaps, Secrets, downward API, on nearly every pod — go: each entry is
+/// about 3 KB of mostly empty fields in memory.
 fn compact_pod(pod: &mut Pod) {
     if let Some(status) = pod.status.as_mut() {
         status.container_statuses = None;
@@ -44,6 +49,15 @@ fn compact_pod(pod: &mut Pod) {
         status.host_ips = None;
     }
     let Some(spec) = pod.spec.as_mut() else { return };
+    if let Some(volumes) = spec.volumes.as_mut() {
+        volumes.retain(|v| {
+            v.persistent_volume_claim.is_some()
+                || v.ephemeral.is_some()
+                || v.host_path.is_some()
+                || v.empty_dir.is_some()
+        });
+        volumes.shrink_to_fit();
+    }
     let containers = spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten());
     containers.for_each(compact_container);
 }
@@ -71,7 +85,10 @@ fn compact_node(node: &mut Node) {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{EnvVar, NodeStatus, PodSpec, ResourceRequirements};
+    use k8s_openapi::api::core::v1::{
+        ConfigMapVolumeSource, EmptyDirVolumeSource, EnvVar, NodeStatus, PersistentVolumeClaimVolumeSource, PodSpec,
+        ProjectedVolumeSource, ResourceRequirements, Volume,
+    };
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     use super::*;
@@ -99,6 +116,28 @@ mod tests {
             spec: Some(PodSpec {
                 containers: vec![container.clone()],
                 init_containers: Some(vec![container]),
+                volumes: Some(vec![
+                    Volume {
+                        name: "token".into(),
+                        projected: Some(ProjectedVolumeSource::default()),
+                        ..Default::default()
+                    },
+                    Volume {
+                        name: "data".into(),
+                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource::default()),
+                        ..Default::default()
+                    },
+                    Volume {
+                        name: "config".into(),
+                        config_map: Some(ConfigMapVolumeSource::default()),
+                        ..Default::default()
+                    },
+                    Volume {
+                        name: "scratch".into(),
+                        empty_dir: Some(EmptyDirVolumeSource::default()),
+                        ..Default::default()
+                    },
+                ]),
                 ..Default::default()
             }),
             ..Default::default()
@@ -110,6 +149,8 @@ mod tests {
             Some(vec!["keep".to_string()])
         );
         let spec = pod.spec.unwrap();
+        let volumes: Vec<&str> = spec.volumes.iter().flatten().map(|v| v.name.as_str()).collect();
+        assert_eq!(volumes, ["data", "scratch"], "claims and local storage are read; the rest is not");
         for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
             assert_eq!((c.env.as_ref(), c.command.as_ref()), (None, None));
             assert!(c.resources.as_ref().and_then(|r| r.requests.as_ref()).is_some_and(|r| r.contains_key("cpu")));
