@@ -11,7 +11,7 @@
 //! - [`KubeCluster`] (`ClusterReader`): reflectors for every kind in `ClusterView`, resuming
 //!   after dropped connections and `410 Gone`; `view()` waits (bounded) for the first sync.
 //!   Objects are parsed as [`lean::Lean`] (no managed fields, no last-applied annotation) and
-//!   trimmed further (`core::compact`) before they are stored.
+//!   trimmed (`core::compact`) as each is parsed, before a list is complete.
 //!   WatermarkPodAutoscalers are watched when discovery finds their CRD ([`wpa_crd_installed`]).
 //! - [`KubeActions`] (`ClusterActions`): taints and cordons with conflict retries (750 ms /
 //!   5 s like upstream), evictions through the `policy/v1` Eviction subresource, the `scale`

@@ -63,7 +63,7 @@ impl KubeClusterOptions {
 /// then watches from the list's version; a dropped connection resumes from the last version seen, a `410 Gone` starts
 /// over with a fresh list, and errors back off (800 ms doubling to 30 s, with jitter). Meanwhile
 /// its store keeps serving the last complete state. Objects are parsed without `managedFields`
-/// (`Lean`) and trimmed (`core::compact`) before they are stored.
+/// (`Lean`) and trimmed (`core::compact`) as each is parsed.
 pub struct KubeCluster {
     nodes: Store<Node>,
     pods: Store<Pod>,
@@ -109,11 +109,7 @@ where
     let (store, writer) = reflector::store::<K>();
     let kind = K::kind(&()).to_string();
     let server = server.to_string();
-    let stream = watcher(api, config)
-        .default_backoff()
-        .map_ok(unwrap_lean)
-        .modify(|object: &mut K| crate::core::compact::compact(object))
-        .reflect(writer);
+    let stream = watcher(api, config).default_backoff().map_ok(unwrap_lean).reflect(writer);
     tasks.push(tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
