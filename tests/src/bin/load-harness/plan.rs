@@ -86,14 +86,14 @@ fn plan_size(options: &Options, nodes: usize, pods: usize) -> Result<PlanRow, St
 }
 
 /// Waits for the child and returns its exit status and peak resident memory in bytes.
-fn wait_with_peak(pid: u32) -> Result<(i32, u64), String> {
+pub fn wait_with_peak(pid: u32) -> Result<(i32, u64), String> {
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `pid` is our own child, not yet waited for; the pointers are to live locals.
     let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
     if waited < 0 {
-        return Err(format!("waiting for plan: {}", std::io::Error::last_os_error()));
+        return Err(format!("waiting for the child: {}", std::io::Error::last_os_error()));
     }
     let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
     Ok((code, (usage.ru_maxrss.max(0) as u64) * 1024))
