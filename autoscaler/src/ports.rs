@@ -5,13 +5,15 @@
 //! `cloudprovider` traits, not through these ports.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
-use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::core::v1::{Pod, Taint};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
+use simulator::labels::Selector;
 
 use crate::core::ClusterView;
 
@@ -183,6 +185,14 @@ pub struct Scale {
 #[async_trait]
 pub trait ClusterReader: Send + Sync {
     async fn view(&self) -> Result<ClusterView, PortError>;
+
+    /// The pods of `namespace` that `selector` selects, as a scan of the last `view`'s pods
+    /// finds them (same objects, same order), when the reader keeps an index that finds them
+    /// without reading every pod (the memory cluster); `None` when it does not, and then the
+    /// caller scans the view. Only for a caller that changed nothing since its `view`.
+    fn selected_pods(&self, _namespace: &str, _selector: &Selector) -> Option<Vec<Arc<Pod>>> {
+        None
+    }
 }
 
 /// The action side: everything the autoscaler changes in Kubernetes.

@@ -50,9 +50,10 @@ pub fn resource_utilization(
     for pod in &node.pods {
         let amount = pod.requests.get(resource);
         // DaemonSet and mirror pods are set aside before the terminating check, as upstream does.
+        // (`terminating` is asked first: most pods are not, and then the pod itself is not read.)
         if (ignore_daemonsets && pod.daemonset) || (ignore_mirror_pods && pod.mirror) {
             ignored = ignored.saturating_add(amount);
-        } else if !is_long_terminating(pod, now) {
+        } else if !(pod.terminating && is_long_terminating(pod, now)) {
             requested = requested.saturating_add(amount);
         }
     }

@@ -15,12 +15,12 @@
 //! there); the node is kept out of scale-down until its Node object goes. Any failure removes
 //! the taint again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cloudprovider::NodeGroup;
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
@@ -235,6 +235,8 @@ impl Actuator {
         let nodes: BTreeMap<&str, &Arc<Node>> =
             view.nodes.iter().filter_map(|n| n.metadata.name.as_deref().map(|name| (name, n))).collect();
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
+        // The view's pods by node, built the first time a node's pods are needed.
+        let mut pods_by_node: Option<HashMap<&str, Vec<&Arc<Pod>>>> = None;
         for name in names {
             let Some(node) = nodes.get(name.as_str()) else {
                 // The node is gone: its deletion is complete.
@@ -249,7 +251,17 @@ impl Actuator {
                 if now < plus(since, options.node_delete_delay_after_taint) {
                     continue;
                 }
-                phase = match self.pods_to_evict(view, node, &deletion, options, now) {
+                let pods_by_node = pods_by_node.get_or_insert_with(|| {
+                    let mut by_node: HashMap<&str, Vec<&Arc<Pod>>> = HashMap::new();
+                    for p in &view.pods {
+                        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+                            by_node.entry(node).or_default().push(p);
+                        }
+                    }
+                    by_node
+                });
+                let pods = pods_by_node.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+                phase = match self.pods_to_evict(view, node, pods, &deletion, options, now) {
                     Ok(pods) if deletion.drain => {
                         Phase::Draining { first_attempt: now, remaining: pods, evicted: Vec::new() }
                     }
@@ -425,18 +437,17 @@ impl Actuator {
         &self,
         view: &ClusterView,
         node: &Arc<Node>,
+        pods: &[&Arc<Pod>],
         deletion: &Deletion,
         options: &AutoscalingOptions,
         now: Timestamp,
     ) -> Result<Vec<PodToEvict>, String> {
-        let name = node.metadata.name.as_deref().unwrap_or("");
         let mut info = NodeInfo::new(node.clone());
-        for p in &view.pods {
-            if p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name) {
-                let pod = PodInfo::new(p.clone());
-                if !pod.is_terminal() && pod.priority >= options.expendable_pods_priority_cutoff {
-                    info.pods.push(Arc::new(pod));
-                }
+        // `pods`: the view's pods bound to the node, in view order.
+        for p in pods {
+            let pod = PodInfo::new((*p).clone());
+            if !pod.is_terminal() && pod.priority >= options.expendable_pods_priority_cutoff {
+                info.pods.push(Arc::new(pod));
             }
         }
         let controllers = Controllers::new(

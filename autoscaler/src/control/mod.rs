@@ -277,7 +277,10 @@ impl Autoscaler {
             target_from_view(&view, t)
                 .or_else(|| extra.get(&(t.namespace.clone(), t.kind.clone(), t.name.clone())).cloned())
         };
-        let autoscalers = self.pod_scaling.reconcile(&view, &resolve, metrics.as_ref(), now);
+        // Nothing changed the cluster since the view: the reader's index answers for it.
+        let reader = self.reader.clone();
+        let index = |namespace: &str, selector: &simulator::labels::Selector| reader.selected_pods(namespace, selector);
+        let autoscalers = self.pod_scaling.reconcile(&view, &resolve, &index, metrics.as_ref(), now);
         for mut a in autoscalers {
             let (namespace, name) =
                 a.name.split_once('/').map(|(n, m)| (n.to_string(), m.to_string())).unwrap_or_default();

@@ -1,12 +1,13 @@
 //! `decide`: one pure pass from a view of the cluster to a plan. `plan` prints the result; the
 //! control loop acts on it. Nothing here does I/O or reads a clock.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use expander::Expander;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::{FxHashMap, FxHashSet};
 use simulator::drainability::{Controllers, PdbTracker};
 use simulator::well_known::POD_SCALE_UP_DELAY;
 use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
@@ -138,7 +139,7 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
 
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
-    let node_names: HashSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+    let node_names: FxHashSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
 
     // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
     let mut scheduled: Vec<Arc<PodInfo>> = Vec::new();
@@ -146,13 +147,19 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // Pending pods the scheduler nominated to an existing node: they wait there for preemption.
     let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
     let mut ignored: BTreeMap<String, String> = BTreeMap::new();
+    let mut pod_infos = memory.pod_infos.next_generation();
+    // Counted for the plan's summary in the same pass.
+    let (mut pending_count, mut unprocessed_count) = (0, 0);
     for pod in &view.pods {
-        let unschedulable = is_unschedulable(pod) || awaits_bypassed_scheduler(pod, options);
+        let (marked, bypassed) = (is_unschedulable(pod), awaits_bypassed_scheduler(pod, options));
+        pending_count += usize::from(marked);
+        unprocessed_count += usize::from(bypassed);
+        let unschedulable = marked || bypassed;
         let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| node_names.contains(n));
         if bound_to.is_none() && !unschedulable {
             continue;
         }
-        let info = Arc::new(PodInfo::new(pod.clone()));
+        let info = pod_infos.get(pod);
         if info.is_terminal() {
             continue;
         }
@@ -183,15 +190,17 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             pending.push(info);
         }
     }
+    pod_infos.finish();
     for pod in anticipated {
         let info = Arc::new(PodInfo::new(pod.clone()));
         if info.priority >= options.expendable_pods_priority_cutoff {
             pending.push(info);
         }
     }
-    let mut pods_by_node: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
+    let mut pods_by_node: FxHashMap<&str, Vec<Arc<PodInfo>>> =
+        FxHashMap::with_capacity_and_hasher(view.nodes.len(), Default::default());
     for p in &scheduled {
-        pods_by_node.entry(p.node_name().unwrap_or("").to_string()).or_default().push(p.clone());
+        pods_by_node.entry(p.node_name().unwrap_or("")).or_default().push(p.clone());
     }
 
     // The snapshot: registered nodes (minus managed nodes still starting, which count as
@@ -216,7 +225,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             }
         }
         let Ok(id) = snapshot.add_node(node.clone()) else { continue };
-        for p in pods_by_node.get(&name).into_iter().flatten() {
+        for p in pods_by_node.get(name.as_str()).into_iter().flatten() {
             let _ = snapshot.add_pod(p.clone(), id);
         }
     }
@@ -350,8 +359,6 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
     };
 
-    let pending_count = view.pods.iter().filter(|p| is_unschedulable(p)).count();
-    let unprocessed_count = view.pods.iter().filter(|p| awaits_bypassed_scheduler(p, options)).count();
     let plan = Plan {
         time: now.to_string(),
         cluster: ClusterSummary {

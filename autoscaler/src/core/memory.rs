@@ -3,8 +3,12 @@
 //! and what it remembers of the cloud (its groups' instances).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::FxHashMap;
+use simulator::PodInfo;
 
 use super::cloud::InstanceCache;
 use super::plan::UnremovableReason;
@@ -30,11 +34,80 @@ pub struct LoopMemory {
     /// `plan` has no history: treat every unneeded node as unneeded long enough, so the plan
     /// shows what the loop will do once the unneeded time has passed.
     pub assume_unneeded_long_enough: bool,
+    /// The last decision's `PodInfo`s, reused for the pods that did not change since.
+    pub pod_infos: PodInfoCache,
 }
 
 impl LoopMemory {
     /// The memory `plan` uses.
     pub fn for_plan() -> Self {
         LoopMemory { assume_unneeded_long_enough: true, ..Default::default() }
+    }
+}
+
+/// `PodInfo`s by the pod they were built from, kept from one decision to the next: a pod that
+/// did not change is the same `Arc<Pod>` in the next view (the reflector stores and the memory
+/// cluster hand out the objects they hold), and its `PodInfo` (requests parsed, affinity
+/// compiled) is a pure function of it. Only a memo: a cache that misses builds the same value.
+///
+/// The key is the pod's address; the entry holds the pod (inside the `PodInfo`), so the address
+/// cannot be reused while the entry lives, and a hit is checked with `Arc::ptr_eq` besides.
+/// Each decision keeps only the entries of the pods it saw (`PodInfoCache::next_generation`).
+/// Behind a mutex because the decision reads the loop's memory through a shared reference.
+#[derive(Default)]
+pub struct PodInfoCache {
+    infos: Mutex<FxHashMap<usize, Arc<PodInfo>>>,
+}
+
+impl Clone for PodInfoCache {
+    /// An empty cache: a copy of the memory needs none of it to decide the same.
+    fn clone(&self) -> Self {
+        PodInfoCache::default()
+    }
+}
+
+impl std::fmt::Debug for PodInfoCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let len = self.infos.lock().map_or(0, |m| m.len());
+        write!(f, "PodInfoCache({len} pods)")
+    }
+}
+
+impl PodInfoCache {
+    /// Starts a decision's use of the cache: the previous decision's entries to reuse, and
+    /// the new generation, which [`PodInfoGeneration::finish`] stores back.
+    pub fn next_generation(&self) -> PodInfoGeneration<'_> {
+        let previous = std::mem::take(&mut *self.infos.lock().unwrap_or_else(|e| e.into_inner()));
+        let current = FxHashMap::with_capacity_and_hasher(previous.len(), Default::default());
+        PodInfoGeneration { cache: self, previous, current }
+    }
+}
+
+/// One decision's `PodInfo`s: those reused from the previous decision and those built now.
+pub struct PodInfoGeneration<'a> {
+    cache: &'a PodInfoCache,
+    previous: FxHashMap<usize, Arc<PodInfo>>,
+    current: FxHashMap<usize, Arc<PodInfo>>,
+}
+
+impl PodInfoGeneration<'_> {
+    /// The `PodInfo` of `pod`: the previous decision's when the pod is the same object, else
+    /// a new one.
+    pub fn get(&mut self, pod: &Arc<Pod>) -> Arc<PodInfo> {
+        let key = Arc::as_ptr(pod) as usize;
+        if let Some(info) = self.current.get(&key) {
+            return info.clone();
+        }
+        let info = match self.previous.remove(&key) {
+            Some(info) if Arc::ptr_eq(&info.pod, pod) => info,
+            _ => Arc::new(PodInfo::new(pod.clone())),
+        };
+        self.current.insert(key, info.clone());
+        info
+    }
+
+    /// Keeps this decision's entries for the next one (the others are dropped).
+    pub fn finish(self) {
+        *self.cache.infos.lock().unwrap_or_else(|e| e.into_inner()) = self.current;
     }
 }

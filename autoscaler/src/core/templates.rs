@@ -192,7 +192,7 @@ pub fn build_templates(
     view: &ClusterView,
     cloud: &CloudState,
     state: &ClusterState,
-    pods_by_node: &HashMap<String, Vec<Arc<PodInfo>>>,
+    pods_by_node: &rustc_hash::FxHashMap<&str, Vec<Arc<PodInfo>>>,
     options: &AutoscalingOptions,
     now: Timestamp,
 ) -> HashMap<String, Template> {
@@ -202,7 +202,7 @@ pub fn build_templates(
         let template_name = clean.metadata.name.clone().unwrap_or_default();
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let mut pods: Vec<PodInfo> = pods_by_node
-            .get(&node_name)
+            .get(node_name.as_str())
             .into_iter()
             .flatten()
             .filter(|p| p.daemonset || p.mirror)

@@ -15,7 +15,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::jiff::Timestamp;
 use simulator::labels::{Labels, Selector};
-use simulator::{NodeInfo, PodInfo};
+use simulator::{NodeInfo, PodInfo, Resources};
 
 use super::config::MemoryClusterConfig;
 use super::scheduler::SchedulerState;
@@ -82,7 +82,11 @@ pub struct MemoryCluster {
     pub(super) pods: Kind<Pod>,
     pub(super) pod_infos: HashMap<ObjectKey, Arc<PodInfo>>,
     pub(super) pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
-    pub(super) pods_by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    /// Owner uid → its pods (the objects, kept current by every store of a pod, so that a
+    /// controller reads its pods without looking each one up).
+    pub(super) pods_by_owner: HashMap<String, BTreeMap<ObjectKey, Arc<Pod>>>,
+    /// The pods `core::decide::is_unschedulable` holds for, so readers find them without a scan.
+    pub(super) unschedulable: BTreeSet<ObjectKey>,
     /// (namespace, label key, label value) → pods, so PDBs find their pods without a scan.
     pub(super) pods_by_label: HashMap<(String, String, String), BTreeSet<ObjectKey>>,
     pub(super) deployments: Kind<Deployment>,
@@ -138,6 +142,7 @@ impl MemoryCluster {
             pod_infos: HashMap::new(),
             pods_by_node: HashMap::new(),
             pods_by_owner: HashMap::new(),
+            unschedulable: BTreeSet::new(),
             pods_by_label: HashMap::new(),
             deployments: Kind::default(),
             replicasets: Kind::default(),
@@ -240,6 +245,23 @@ impl MemoryCluster {
         }
     }
 
+    /// The workloads a scale target can name (Deployments, StatefulSets, ReplicaSets), without
+    /// the rest of the view: enough for `podscaling::target_from_view`, and cheap however many
+    /// pods there are.
+    pub fn workloads_view(&mut self) -> ClusterView {
+        ClusterView {
+            deployments: self.deployments.list(),
+            statefulsets: self.statefulsets.list(),
+            replicasets: self.replicasets.list(),
+            ..ClusterView::default()
+        }
+    }
+
+    /// Every WatermarkPodAutoscaler, in the order they were added.
+    pub fn wpas(&self) -> &[Arc<crate::hpa::wpa::WatermarkPodAutoscaler>] {
+        &self.wpas
+    }
+
     /// Adds (or replaces, by namespace and name) a WatermarkPodAutoscaler.
     pub fn apply_wpa(&mut self, wpa: crate::hpa::wpa::WatermarkPodAutoscaler) {
         let same = |w: &Arc<crate::hpa::wpa::WatermarkPodAutoscaler>| {
@@ -321,6 +343,50 @@ impl MemoryCluster {
     /// Every pod, in namespace / name order.
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
         self.pods.iter().map(|(_, pod)| pod)
+    }
+
+    /// The pods the scheduler left unschedulable (`core::decide::is_unschedulable`), in
+    /// namespace / name order.
+    pub fn unschedulable_pods_now(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.unschedulable.iter().filter_map(|key| self.pods.get(key))
+    }
+
+    /// The pods of a namespace that `selector` selects, in name order (as a scan of
+    /// `view().pods` finds them): through the label index when the selector requires a label
+    /// value, so a workload's pods are found without reading the others.
+    pub fn selected_pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Pod>> {
+        let selects = |pod: &&Arc<Pod>| selector.matches(pod.metadata.labels.as_ref());
+        match selector.required_equality() {
+            Some((label, value)) => {
+                let index_key = (namespace.to_string(), label.to_string(), value.to_string());
+                self.pods_by_label
+                    .get(&index_key)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|key| self.pods.get(key))
+                    .filter(selects)
+                    .cloned()
+                    .collect()
+            }
+            None => self.pods_in_namespace(namespace).filter(selects).cloned().collect(),
+        }
+    }
+
+    /// Every pod with its requests (`simulator::resources::pod_requests`, computed once when
+    /// the pod's spec was stored), in namespace / name order.
+    pub fn pods_with_requests(&self) -> impl Iterator<Item = (&Arc<Pod>, Resources)> {
+        self.pods.iter().map(|(key, pod)| {
+            let requests = self
+                .pod_infos
+                .get(key)
+                .map_or_else(|| simulator::resources::pod_requests(pod), |info| info.requests.clone());
+            (pod, requests)
+        })
+    }
+
+    /// The pods of one namespace, in name order (as `view().pods` lists them).
+    pub fn pods_in_namespace<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Arc<Pod>> + 'a {
+        self.pods.in_namespace(namespace).map(|(_, pod)| pod)
     }
 
     /// The pods bound to a node, in namespace / name order.

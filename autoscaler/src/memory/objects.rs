@@ -469,7 +469,9 @@ impl MemoryCluster {
 
     fn delete_owned_pods(&mut self, owner: &ObjectMeta) {
         let uid = owner.uid.clone().unwrap_or_default();
-        for key in self.pods_by_owner.get(&uid).cloned().unwrap_or_default() {
+        let keys: Vec<ObjectKey> =
+            self.pods_by_owner.get(&uid).map(|pods| pods.keys().cloned().collect()).unwrap_or_default();
+        for key in keys {
             if let Some(pod) = self.pods.get(&key).cloned() {
                 let grace = self.grace_of(&pod);
                 self.terminate_pod(&key, grace);

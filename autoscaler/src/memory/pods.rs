@@ -171,6 +171,11 @@ impl MemoryCluster {
         if is_recently_unschedulable(&pod, now) {
             self.unschedulable_pods.record(now);
         }
+        if crate::core::decide::is_unschedulable(&pod) {
+            self.unschedulable.insert(key.clone());
+        } else {
+            self.unschedulable.remove(&key);
+        }
         let pod = Arc::new(pod);
         let old = self.pods.insert(key.clone(), pod.clone());
         let old_info = self.pod_infos.get(&key).cloned();
@@ -194,15 +199,16 @@ impl MemoryCluster {
         }
         let old_owner = old.as_deref().and_then(controller_of).map(|o| o.uid.clone());
         let new_owner = controller_of(&pod).map(|o| o.uid.clone());
-        if old.is_none() || old_owner != new_owner {
-            if let Some(uid) = &old_owner
-                && let Some(keys) = self.pods_by_owner.get_mut(uid)
-            {
-                keys.remove(&key);
-            }
-            if let Some(uid) = new_owner {
-                self.pods_by_owner.entry(uid).or_default().insert(key.clone());
-            }
+        if old.is_some()
+            && old_owner != new_owner
+            && let Some(uid) = &old_owner
+            && let Some(pods) = self.pods_by_owner.get_mut(uid)
+        {
+            pods.remove(&key);
+        }
+        if let Some(uid) = new_owner {
+            // The index holds the pod itself: replaced at every store.
+            self.pods_by_owner.entry(uid).or_default().insert(key.clone(), pod.clone());
         }
 
         let old_labels = old.as_deref().and_then(|o| o.metadata.labels.as_ref());
@@ -242,6 +248,7 @@ impl MemoryCluster {
     /// Removes a pod at once (it is gone from the API).
     pub(super) fn remove_pod(&mut self, key: &ObjectKey) -> Option<Arc<Pod>> {
         let pod = self.pods.remove(key)?;
+        self.unschedulable.remove(key);
         let info = self.pod_infos.remove(key);
         if let Some(node) = bound_node(&pod)
             && let Some(keys) = self.pods_by_node.get_mut(node)

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cloudprovider_memory::SharedTime;
-use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::core::v1::{Pod, Taint};
 use k8s_openapi::jiff::Timestamp;
 
 use super::cluster::MemoryCluster;
@@ -36,6 +36,10 @@ impl MemoryClusterHandle {
 impl ClusterReader for MemoryClusterHandle {
     async fn view(&self) -> Result<ClusterView, PortError> {
         Ok(self.lock().view())
+    }
+
+    fn selected_pods(&self, namespace: &str, selector: &simulator::labels::Selector) -> Option<Vec<Arc<Pod>>> {
+        Some(self.lock().selected_pods(namespace, selector))
     }
 }
 

@@ -184,7 +184,7 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
         Some(live) if args.metrics.is_empty() => &live.metrics,
         _ => &file_metrics,
     };
-    let autoscalers = pod_scaling.reconcile(&view, &|t| target_from_view(&view, t), metrics, now);
+    let autoscalers = pod_scaling.reconcile(&view, &|t| target_from_view(&view, t), &|_, _| None, metrics, now);
     let anticipated: Vec<_> = if options.hpa_aware_scale_up {
         autoscalers
             .iter()

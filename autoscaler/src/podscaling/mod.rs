@@ -9,7 +9,7 @@
 
 pub mod file_metrics;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
@@ -178,6 +178,32 @@ impl PodsByNamespace {
         PodsByNamespace(by_namespace)
     }
 
+    /// The pods of the given namespaces only: what the pod autoscalers of those namespaces
+    /// read, without indexing every pod of the cluster.
+    pub fn of_namespaces(pods: &[Arc<Pod>], namespaces: &HashSet<&str>) -> PodsByNamespace {
+        let mut by_namespace: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
+        // Lists come sorted by namespace from most sources: one lookup per run of a namespace.
+        let mut last: Option<(&str, bool)> = None;
+        for pod in pods {
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+            let wanted = match last {
+                Some((previous, wanted)) if previous == namespace => wanted,
+                _ => namespaces.contains(namespace),
+            };
+            last = Some((namespace, wanted));
+            if !wanted {
+                continue;
+            }
+            match by_namespace.get_mut(namespace) {
+                Some(list) => list.push(pod.clone()),
+                None => {
+                    by_namespace.insert(namespace.to_string(), vec![pod.clone()]);
+                }
+            }
+        }
+        PodsByNamespace(by_namespace)
+    }
+
     /// The pods of `namespace` that `selector` selects: what a pod autoscaler and its metrics
     /// sources count.
     pub fn selected<'p>(&'p self, namespace: &str, selector: &'p Selector) -> impl Iterator<Item = &'p Arc<Pod>> + 'p {
@@ -185,14 +211,42 @@ impl PodsByNamespace {
     }
 }
 
-fn selected_pods(pods: &PodsByNamespace, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
-    let Some(selector) = selector else { return Vec::new() };
-    pods.selected(namespace, selector).cloned().collect()
+/// Finds the pods a pod autoscaler's target selects: through the reader's index when it has
+/// one (`ClusterReader::selected_pods`), else in the view's pods of the autoscalers'
+/// namespaces, grouped once, when first needed.
+struct PodFinder<'v> {
+    view: &'v ClusterView,
+    index: &'v PodIndex<'v>,
+    by_namespace: Option<PodsByNamespace>,
+}
+
+/// A reader's index of pods by namespace and selector (`ClusterReader::selected_pods`).
+pub type PodIndex<'a> = dyn Fn(&str, &Selector) -> Option<Vec<Arc<Pod>>> + 'a;
+
+impl PodFinder<'_> {
+    fn selected(&mut self, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
+        let Some(selector) = selector else { return Vec::new() };
+        if let Some(pods) = (self.index)(namespace, selector) {
+            return pods;
+        }
+        let view = self.view;
+        let by_namespace = self.by_namespace.get_or_insert_with(|| {
+            let namespaces: HashSet<&str> = view
+                .hpas
+                .iter()
+                .map(|h| &h.metadata)
+                .chain(view.wpas.iter().map(|w| &w.metadata))
+                .map(|m| m.namespace.as_deref().unwrap_or("default"))
+                .collect();
+            PodsByNamespace::of_namespaces(&view.pods, &namespaces)
+        });
+        by_namespace.selected(namespace, selector).cloned().collect()
+    }
 }
 
 /// What a pod autoscaler sees of its target: the scale subresource and the pods it selects.
-fn scale_and_pods(pods: &PodsByNamespace, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<Pod>>) {
-    let pods = selected_pods(pods, namespace, target.selector.as_ref());
+fn scale_and_pods(pods: &mut PodFinder, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<Pod>>) {
+    let pods = pods.selected(namespace, target.selector.as_ref());
     let scale = HpaScale {
         spec_replicas: target.spec_replicas,
         status_replicas: target.status_replicas,
@@ -207,16 +261,18 @@ impl PodScaling {
     }
 
     /// Reconciles every pod autoscaler of the view. `target` resolves a scale target (from the
-    /// view, or the `/scale` subresource for other kinds).
+    /// view, or the `/scale` subresource for other kinds); `index` finds a target's pods
+    /// without a scan of the view when the reader can (`ClusterReader::selected_pods`).
     pub fn reconcile(
         &mut self,
         view: &ClusterView,
         target: &dyn Fn(&ScaleTarget) -> Option<TargetState>,
+        index: &PodIndex,
         metrics: &dyn MetricsSource,
         now: Timestamp,
     ) -> Vec<AutoscalerReport> {
         let mut out = Vec::new();
-        let by_namespace = PodsByNamespace::new(&view.pods);
+        let mut by_namespace = PodFinder { view, index, by_namespace: None };
         for hpa in &view.hpas {
             let name = key(&hpa.metadata);
             let namespace = hpa.metadata.namespace.clone().unwrap_or_else(|| "default".into());
@@ -229,7 +285,7 @@ impl PodScaling {
                 name: reference.name.clone(),
             };
             let Some(t) = target(&wanted) else { continue };
-            let (scale, pods) = scale_and_pods(&by_namespace, &namespace, &t);
+            let (scale, pods) = scale_and_pods(&mut by_namespace, &namespace, &t);
             let state = self.hpa_states.entry(name.clone()).or_default();
             let decision = reconcile_hpa(hpa, &scale, &pods, metrics, &self.config, state, now);
             let status = decision.status(hpa.status.as_ref(), now);
@@ -264,7 +320,7 @@ impl PodScaling {
                 name: reference.name.clone(),
             };
             let Some(t) = target(&wanted) else { continue };
-            let (scale, pods) = scale_and_pods(&by_namespace, &namespace, &t);
+            let (scale, pods) = scale_and_pods(&mut by_namespace, &namespace, &t);
             let state = self.wpa_states.entry(name.clone()).or_insert_with(|| WpaState::from_object(wpa));
             let decision = reconcile_wpa(wpa, &scale, &pods, metrics, state, now);
             let report = AutoscalerReport {

@@ -21,7 +21,7 @@ use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig};
 use crate::control::{Autoscaler, LoopReport, Parts};
 use crate::core::counting::{Calls, Counting, CountingActions};
 use crate::core::plan::UnremovableReason;
-use crate::memory::{MemoryClusterHandle, ObjectKey, ObjectKind};
+use crate::memory::{MemoryCluster, MemoryClusterHandle, ObjectKey, ObjectKind};
 use crate::ports::{ClusterActions, ClusterReader, EventReason, ScaleTarget};
 use simulator::drainability::BlockingReason;
 
@@ -114,17 +114,15 @@ fn event_details(e: &crate::ports::Event, source: &str) -> Value {
 /// The fraction of a node's allocatable its pods request, as scale-down's utilization: the
 /// largest of cpu and memory, or on a GPU node its GPUs alone (upstream's rule), so that a GPU
 /// node whose GPU is in use does not count as underused because its cpu is idle.
-fn node_utilization(view: &crate::core::ClusterView, node: &str) -> Option<f64> {
-    let n = view.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node))?;
+fn node_utilization(cluster: &MemoryCluster, node: &str) -> Option<f64> {
+    let n = cluster.node(node)?;
     let allocatable = simulator::NodeInfo::new(n.clone()).allocatable;
     let mut requested = simulator::resources::Resources::default();
-    for pod in &view.pods {
-        if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node)
-            || matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
-        {
+    for pod in cluster.pods_on_node(node) {
+        if matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed")) {
             continue;
         }
-        requested.add(&simulator::resources::pod_requests(pod));
+        requested.add(&simulator::resources::pod_requests(&pod));
     }
     let share = |name: &str| {
         let a = allocatable.get(name);
@@ -343,6 +341,31 @@ async fn apply(
     Ok((details, follow_ups))
 }
 
+/// The scenario's changes still to come, in time order; changes due at the same time in the
+/// order they were queued (a ramp's steps after the events already there).
+#[derive(Default)]
+struct Queue {
+    pending: BTreeMap<(Timestamp, u64), Pending>,
+    queued: u64,
+}
+
+impl Queue {
+    fn push(&mut self, p: Pending) {
+        self.queued += 1;
+        self.pending.insert((p.at, self.queued), p);
+    }
+
+    /// The first change due by `now`, if any.
+    fn pop_due(&mut self, now: Timestamp) -> Option<Pending> {
+        let entry = self.pending.first_entry().filter(|e| e.key().0 <= now)?;
+        Some(entry.remove())
+    }
+
+    fn next_at(&self) -> Option<Timestamp> {
+        self.pending.first_key_value().map(|((at, _), _)| *at)
+    }
+}
+
 /// Watches a simulation from inside, for tests: called after every step with the world and
 /// the loop report of that step (if the autoscaler ran).
 pub trait Observer {
@@ -466,13 +489,17 @@ async fn run_inner(
     let mut metrics = Metrics::new(start, groups, sample_every);
     let mut last_kept: BTreeMap<String, KeptBy> = BTreeMap::new();
     let mut timeline = Timeline { start, entries: Vec::new(), keep: keep_timeline };
-    let mut queue: Vec<Pending> = scenario
+    let mut queue = Queue::default();
+    let mut events: Vec<Pending> = scenario
         .events
         .iter()
         .enumerate()
         .map(|(i, e)| Pending { at: plus(start, e.at), action: e.action.clone(), index: i, step: false })
         .collect();
-    queue.sort_by_key(|p| p.at);
+    events.sort_by_key(|p| p.at);
+    for p in events {
+        queue.push(p);
+    }
     let mut counts = Counts::default();
     let group_ids: Vec<String> = scenario.groups.iter().map(|g| g.id.clone()).collect();
     let mut now = start;
@@ -480,16 +507,14 @@ async fn run_inner(
     let mut last_progress = -1.0;
     loop {
         // Scenario events due now (ramps schedule their steps).
-        while queue.first().is_some_and(|p| p.at <= now) {
-            let p = queue.remove(0);
+        while let Some(p) = queue.pop_due(now) {
             world.handle.lock().advance(now);
             let (details, follow_ups) = apply(&p.action, &world, &world.handle, now, p.index)
                 .await
                 .map_err(|message| SimulateError::Event { place: scenario.events[p.index].place.clone(), message })?;
             timeline.push(now, if p.step { "rampStep" } else { "scenario" }, details);
             for f in follow_ups {
-                let pos = queue.partition_point(|q| q.at <= f.at);
-                queue.insert(pos, f);
+                queue.push(f);
             }
         }
         world.handle.lock().advance(now);
@@ -518,7 +543,10 @@ async fn run_inner(
                 }
             }
             if !r.autoscalers.is_empty() {
-                let view = world.handle.lock().view();
+                let mut cluster = world.handle.lock();
+                let hpas = cluster.hpas();
+                let wpas = cluster.wpas().to_vec();
+                drop(cluster);
                 for a in &r.autoscalers {
                     let object = || {
                         let (namespace, name) = a.name.split_once('/').unwrap_or(("default", a.name.as_str()));
@@ -526,9 +554,9 @@ async fn run_inner(
                             m.namespace.as_deref().unwrap_or("default") == namespace && m.name.as_deref() == Some(name)
                         };
                         if a.kind == "HorizontalPodAutoscaler" {
-                            view.hpas.iter().find(|h| is(&h.metadata)).and_then(|h| serde_json::to_value(&**h).ok())
+                            hpas.iter().find(|h| is(&h.metadata)).and_then(|h| serde_json::to_value(&**h).ok())
                         } else {
-                            view.wpas.iter().find(|w| is(&w.metadata)).and_then(|w| serde_json::to_value(&**w).ok())
+                            wpas.iter().find(|w| is(&w.metadata)).and_then(|w| serde_json::to_value(&**w).ok())
                         }
                     };
                     let value = a.metrics.first().and_then(current_value);
@@ -615,28 +643,24 @@ async fn run_inner(
                 }
             }
             if let Some(plan) = &report.plan {
-                let view = world.handle.lock().view();
+                let cluster = world.handle.lock();
                 let mut kept = Vec::new();
                 for u in &plan.scale_down.unremovable {
                     let group = u.node_group.clone().unwrap_or_default();
                     let why = match (u.reason, u.blocking_reason) {
                         (UnremovableReason::ScaleDownDisabledAnnotation, _) => {
-                            let gpu = view
-                                .nodes
-                                .iter()
-                                .find(|n| n.metadata.name.as_deref() == Some(u.node.as_str()))
-                                .is_some_and(|n| {
-                                    n.status
-                                        .as_ref()
-                                        .and_then(|s| s.allocatable.as_ref())
-                                        .is_some_and(|a| a.contains_key(simulator::resources::NVIDIA_GPU))
-                                });
+                            let gpu = cluster.node(&u.node).is_some_and(|n| {
+                                n.status
+                                    .as_ref()
+                                    .and_then(|s| s.allocatable.as_ref())
+                                    .is_some_and(|a| a.contains_key(simulator::resources::NVIDIA_GPU))
+                            });
                             let threshold = if gpu {
                                 defaults.scale_down_gpu_utilization_threshold
                             } else {
                                 defaults.scale_down_utilization_threshold
                             };
-                            node_utilization(&view, &u.node)
+                            node_utilization(&cluster, &u.node)
                                 .is_some_and(|used| used <= threshold)
                                 .then_some(KeptBy::DisabledAnnotation)
                         }
@@ -658,6 +682,7 @@ async fn run_inner(
                         kept.push((u.node.clone(), group, kept_by));
                     }
                 }
+                drop(cluster);
                 last_kept = kept.iter().map(|(n, _, k)| (n.clone(), k.clone())).collect();
                 metrics.kept_nodes(now, kept);
             }
@@ -676,7 +701,6 @@ async fn run_inner(
             loop_report = Some(report);
         }
         observer.after_step(now, &world, loop_report.as_ref());
-        let view = world.handle.lock().view();
         let mut instances = BTreeMap::new();
         for id in &group_ids {
             if let Some(g) = world.cloud.group(id) {
@@ -686,7 +710,7 @@ async fn run_inner(
                 instances.insert(id.clone(), n.unwrap_or(0));
             }
         }
-        metrics.step(now, &instances, &view);
+        metrics.step(now, &instances, &world.handle.lock());
         let done = now.duration_since(start).as_secs_f64() / total;
         if done - last_progress >= 0.01 {
             progress(done.min(1.0));
@@ -695,11 +719,10 @@ async fn run_inner(
         if now >= end {
             break;
         }
-        let next_event = queue.first().map_or(end, |p| p.at);
+        let next_event = queue.next_at().unwrap_or(end);
         let next_sync = autoscaler.next_pod_autoscaler_sync().unwrap_or(end);
         now = schedule.next_due().min(next_event).min(next_sync).min(end).max(plus(now, Duration::from_millis(1)));
     }
-    let view = world.handle.lock().view();
     progress(1.0);
     Ok(Outcome {
         scenario: scenario.name.clone(),
@@ -717,7 +740,7 @@ async fn run_inner(
         evictions: counts.evictions,
         pod_rescales: counts.pod_rescales,
         failed_launches: counts.failed_launches,
-        metrics: metrics.finish(end, &view),
+        metrics: metrics.finish(end, &world.handle.lock()),
         timeline: timeline.entries,
     })
 }

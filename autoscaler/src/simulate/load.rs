@@ -173,12 +173,15 @@ impl MetricsSource for LoadModel {
         selector: &Selector,
         resource: &str,
     ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
+        // The selected pods straight from the cluster's label index (the pods
+        // `PodsByNamespace` would select from a view, in the same order), and the workloads
+        // alone: a whole view per call would copy every pod of the cluster.
         let mut cluster = self.cluster.lock();
         let now = cluster.now();
-        let view = cluster.view();
+        let view = cluster.workloads_view();
+        let selected = cluster.selected_pods(namespace, selector);
         drop(cluster);
-        let by_namespace = crate::podscaling::PodsByNamespace::new(&view.pods);
-        let pods: Vec<&Arc<k8s_openapi::api::core::v1::Pod>> = by_namespace.selected(namespace, selector).collect();
+        let pods: Vec<&Arc<k8s_openapi::api::core::v1::Pod>> = selected.iter().collect();
         // The load whose target's pods these are.
         let load = self.loads.iter().find_map(|l| match &l.0 {
             Load::Cpu { target, cost_milli_per_unit, trace } if target.namespace == namespace => {
@@ -191,14 +194,13 @@ impl MetricsSource for LoadModel {
         let ready_pods: Vec<_> = pods.iter().filter(|p| ready(p)).collect();
         let mut out = PodResourceMetrics::new();
         for p in &ready_pods {
-            let requests = simulator::resources::pod_requests(p);
             let value = match (resource, load) {
                 ("cpu", Some((cost, trace))) => {
                     (trace.at(self.offset(now)) * cost / ready_pods.len().max(1) as f64).round() as i64
                 }
-                ("cpu", None) => requests.cpu_millis / 2,
+                ("cpu", None) => simulator::resources::pod_requests(p).cpu_millis / 2,
                 // Memory stays at the pods' requests (milli-bytes).
-                (_, _) => requests.get(resource).saturating_mul(1000),
+                (_, _) => simulator::resources::pod_requests(p).get(resource).saturating_mul(1000),
             };
             let container =
                 p.spec.as_ref().and_then(|s| s.containers.first()).map(|c| c.name.clone()).unwrap_or_default();

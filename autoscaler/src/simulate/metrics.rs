@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
-use simulator::resources::{CPU, MEMORY, NVIDIA_GPU, Resources, pod_requests};
+use simulator::resources::{CPU, MEMORY, NVIDIA_GPU, Resources};
 
-use crate::core::ClusterView;
+use crate::memory::MemoryCluster;
 
 /// One point of the charts.
 #[derive(Clone, Debug, Serialize)]
@@ -228,7 +228,7 @@ impl Metrics {
 
     /// Accounts the time since the previous step with the node counts then in force, then takes
     /// the new counts (cloud instances per group: what is billed).
-    pub fn step(&mut self, now: Timestamp, instances: &BTreeMap<String, usize>, view: &ClusterView) {
+    pub fn step(&mut self, now: Timestamp, instances: &BTreeMap<String, usize>, cluster: &MemoryCluster) {
         let dt = seconds(self.last, now);
         for g in &self.groups {
             let n = self.current_nodes.get(&g.id).copied().unwrap_or(0);
@@ -242,9 +242,9 @@ impl Metrics {
         }
         self.current_nodes = instances.clone();
         self.last = now;
-        self.track_pending(now, view);
+        self.track_pending(now, cluster);
         if now >= self.next_sample {
-            let efficiency = self.packing_efficiency(view);
+            let efficiency = self.packing_efficiency(cluster);
             if let Some(e) = efficiency {
                 self.efficiency_sum += e;
                 self.efficiency_samples += 1;
@@ -262,12 +262,9 @@ impl Metrics {
         }
     }
 
-    fn track_pending(&mut self, now: Timestamp, view: &ClusterView) {
+    fn track_pending(&mut self, now: Timestamp, cluster: &MemoryCluster) {
         let mut seen: HashMap<String, ()> = HashMap::new();
-        for pod in &view.pods {
-            if !crate::core::decide::is_unschedulable(pod) {
-                continue;
-            }
+        for pod in cluster.unschedulable_pods_now() {
             let key = format!(
                 "{}/{}",
                 pod.metadata.namespace.as_deref().unwrap_or("default"),
@@ -365,12 +362,12 @@ impl Metrics {
     }
 
     /// Σ over groups of the lower bound, over the nodes there are; `None` without nodes.
-    fn packing_efficiency(&self, view: &ClusterView) -> Option<f64> {
+    fn packing_efficiency(&self, cluster: &MemoryCluster) -> Option<f64> {
         let prefix = |g: &str| cloudprovider_memory::provider_id_prefix(g);
         let mut requests: BTreeMap<&str, Resources> = BTreeMap::new();
         let mut node_group: HashMap<&str, &str> = HashMap::new();
         let mut nodes = 0usize;
-        for node in &view.nodes {
+        for node in cluster.nodes() {
             let id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or("");
             if let Some(g) = self.groups.iter().find(|g| id.starts_with(&prefix(&g.id))) {
                 node_group.insert(node.metadata.name.as_deref().unwrap_or(""), g.id.as_str());
@@ -380,13 +377,13 @@ impl Metrics {
         if nodes == 0 {
             return None;
         }
-        for pod in &view.pods {
+        for (pod, pod_requests) in cluster.pods_with_requests() {
             let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
             let Some(group) = node_group.get(node) else { continue };
             if matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed")) {
                 continue;
             }
-            requests.entry(group).or_default().add(&pod_requests(pod));
+            requests.entry(group).or_default().add(&pod_requests);
         }
         let mut bound = 0i64;
         for g in &self.groups {
@@ -400,9 +397,9 @@ impl Metrics {
         Some((bound as f64 / nodes as f64).min(1.0))
     }
 
-    pub fn finish(mut self, end: Timestamp, view: &ClusterView) -> MetricsSummary {
+    pub fn finish(mut self, end: Timestamp, cluster: &MemoryCluster) -> MetricsSummary {
         let instances = self.current_nodes.clone();
-        self.step(end, &instances, view);
+        self.step(end, &instances, cluster);
         let still_pending: Vec<(Timestamp, String)> = self.pending_since.drain().map(|(_, v)| v).collect();
         for (since, workload) in still_pending {
             self.waited(seconds(since, end), workload);

@@ -75,7 +75,7 @@ impl MemoryCluster {
 
     /// The pods a controller owns (by uid), in namespace / name order.
     pub(super) fn owned_pods(&self, owner_uid: &str) -> Vec<Arc<Pod>> {
-        self.pods_by_owner.get(owner_uid).into_iter().flatten().filter_map(|key| self.pods.get(key).cloned()).collect()
+        self.pods_by_owner.get(owner_uid).into_iter().flat_map(|pods| pods.values().cloned()).collect()
     }
 
     pub(super) fn terminate_pods(&mut self, pods: &[Arc<Pod>]) {

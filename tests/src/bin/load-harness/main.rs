@@ -5,6 +5,7 @@
 //! scripts/load-harness                              # 5,000 / 150,000 and 15,000 / 450,000
 //! scripts/load-harness --nodes 5000 --pods 150000   # one size
 //! scripts/load-harness --quick                      # 1,000 / 30,000
+//! scripts/load-harness --simulate                   # `simulate` on generated days (simulate.rs)
 //! ```
 //!
 //! For each size: the cluster is generated into an in-process [`FakeApiServer`] (see
@@ -37,6 +38,7 @@
 mod cluster;
 mod measure;
 mod plan;
+mod simulate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,6 +69,10 @@ usage: load-harness [--nodes N --pods P | --quick] [options]
   --first-decision-timeout SECONDS   give up waiting for the first decision (default 1800)
   --plan                   instead of the controller: write each size's cluster as a `kubectl get
                            -o json` dump and time `cluster-autoscaler plan` on it (wall, peak RSS)
+  --simulate               instead of the controller: write a generated day's scenario with P pods
+                           (--pods; default 1000, 5000, 20000, 100000) and time
+                           `cluster-autoscaler simulate` on it (wall, peak RSS)
+  --simulate-timeout SECONDS   kill a simulate run after this long (default 600)
 ";
 
 const ITERATION_HISTOGRAM: &str = "cluster_autoscaler_function_duration_seconds";
@@ -94,6 +100,9 @@ struct Options {
     first_decision_timeout: Duration,
     /// `--plan`: measure `plan` on a dump instead of the controller.
     plan: bool,
+    /// `--simulate`: measure `simulate` on generated scenarios of these pod counts.
+    simulate: Option<Vec<usize>>,
+    simulate_timeout: Duration,
 }
 
 impl Options {
@@ -110,6 +119,8 @@ impl Options {
             min_available: 2 << 30,
             first_decision_timeout: Duration::from_secs(1800),
             plan: false,
+            simulate: None,
+            simulate_timeout: Duration::from_secs(600),
         };
         let (mut nodes, mut pods, mut quick) = (None, None, false);
         let mut args = args.iter();
@@ -126,6 +137,10 @@ impl Options {
             }
             if flag == "--plan" {
                 options.plan = true;
+                continue;
+            }
+            if flag == "--simulate" {
+                options.simulate = Some(Vec::new());
                 continue;
             }
             if flag == "-h" || flag == "--help" {
@@ -147,12 +162,21 @@ impl Options {
                     options.min_available = (gib * GIB) as u64;
                 }
                 "--first-decision-timeout" => options.first_decision_timeout = Duration::from_secs(number()?),
+                "--simulate-timeout" => options.simulate_timeout = Duration::from_secs(number()?),
                 other => return Err(format!("unknown argument {other:?}")),
             }
+        }
+        if let Some(sizes) = &mut options.simulate {
+            if nodes.is_some() || quick {
+                return Err("--simulate takes --pods only: the scenario sizes its node groups".into());
+            }
+            *sizes = pods.map_or(simulate::DEFAULT_SIZES.to_vec(), |p| vec![p]);
+            pods = None;
         }
         options.sizes = match (nodes, pods, quick) {
             (Some(n), Some(p), false) => vec![(n, p)],
             (None, None, true) => vec![(1000, 30_000)],
+            (None, None, false) if options.simulate.is_some() => Vec::new(),
             (None, None, false) => vec![(5000, 150_000), (15_000, 450_000)],
             _ => return Err("give --nodes with --pods, or --quick, or neither".into()),
         };
@@ -582,6 +606,9 @@ async fn main() -> ExitCode {
     };
     if options.plan {
         return plan::run(&options);
+    }
+    if let Some(sizes) = &options.simulate {
+        return simulate::run(&options, sizes);
     }
     let mut rows = Vec::new();
     for &(nodes, pods) in &options.sizes {

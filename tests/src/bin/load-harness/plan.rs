@@ -87,16 +87,37 @@ fn plan_size(options: &Options, nodes: usize, pods: usize) -> Result<PlanRow, St
 
 /// Waits for the child and returns its exit status and peak resident memory in bytes.
 fn wait_with_peak(pid: u32) -> Result<(i32, u64), String> {
+    wait_with_usage(pid).map(|u| (u.status, u.peak_rss))
+}
+
+/// What `wait4` reports of a child that ended.
+pub struct ChildUsage {
+    /// The exit status (-1 when a signal ended it).
+    pub status: i32,
+    /// Peak resident memory, in bytes.
+    pub peak_rss: u64,
+    /// CPU time, user and system.
+    pub cpu: Duration,
+}
+
+/// Waits for the child and returns its exit status, peak resident memory and CPU time.
+pub fn wait_with_usage(pid: u32) -> Result<ChildUsage, String> {
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `pid` is our own child, not yet waited for; the pointers are to live locals.
     let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
     if waited < 0 {
-        return Err(format!("waiting for plan: {}", std::io::Error::last_os_error()));
+        return Err(format!("waiting for the child: {}", std::io::Error::last_os_error()));
     }
     let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    Ok((code, (usage.ru_maxrss.max(0) as u64) * 1024))
+    let time =
+        |t: libc::timeval| Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64);
+    Ok(ChildUsage {
+        status: code,
+        peak_rss: (usage.ru_maxrss.max(0) as u64) * 1024,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+    })
 }
 
 /// Writes every object of the cluster as one `List`, as `kubectl get -o json` does.
