@@ -459,7 +459,7 @@ mod tests {
         metrics: &FakeMetrics,
         now: Timestamp,
     ) -> AutoscalerReport {
-        scaling.reconcile(view, &|target| target_from_view(view, target), metrics, now).remove(0)
+        scaling.reconcile(view, &|target| target_from_view(view, target), &|_, _| None, metrics, now).remove(0)
     }
 
     #[test]
