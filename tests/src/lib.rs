@@ -5,6 +5,7 @@
 //! - [`moto`]: an AWS API server (moto) as a child process, for the `aws` provider's tests.
 //! - [`browser`]: headless Chromium as a child process, for the `simulate` report's browser test.
 //! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
+//! - [`unschedulable_status`]: the status kube-scheduler leaves on a pod it could not place.
 
 pub mod browser;
 pub mod controller;
@@ -12,6 +13,10 @@ pub mod fake_apiserver;
 pub mod moto;
 
 use std::future::Future;
+
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,5 +47,21 @@ where
             panic!("timed out after {EVENTUALLY_TIMEOUT:?} waiting for {what}");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The status kube-scheduler leaves on a pod it could not place: `Pending`, with
+/// `PodScheduled=False` / `Unschedulable`, the condition changed at `changed` when given.
+pub fn unschedulable_status(changed: Option<Timestamp>) -> PodStatus {
+    PodStatus {
+        phase: Some("Pending".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            last_transition_time: changed.map(Time),
+            ..Default::default()
+        }]),
+        ..Default::default()
     }
 }

@@ -96,16 +96,7 @@ fn pending_pod(name: &str, millis: u32) -> Pod {
     Pod {
         metadata: meta("default", name, &[]),
         spec: Some(PodSpec { containers: vec![container(millis)], ..Default::default() }),
-        status: Some(PodStatus {
-            phase: Some("Pending".into()),
-            conditions: Some(vec![PodCondition {
-                type_: "PodScheduled".into(),
-                status: "False".into(),
-                reason: Some("Unschedulable".into()),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
+        status: Some(tests::unschedulable_status(None)),
     }
 }
 

@@ -15,11 +15,11 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Event as CoreEvent, Namespace, Node, NodeSpec, Pod, PodCondition, PodSpec, PodStatus,
-    ReplicationController, ReplicationControllerSpec, Taint,
+    ConfigMap, Event as CoreEvent, Namespace, Node, NodeSpec, Pod, PodSpec, PodStatus, ReplicationController,
+    ReplicationControllerSpec, Taint,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
@@ -234,17 +234,7 @@ fn unschedulable_pod(name: &str, changed: Timestamp) -> Pod {
     Pod {
         metadata: meta(Some("default"), name, &[]),
         spec: Some(PodSpec::default()),
-        status: Some(PodStatus {
-            phase: Some("Pending".into()),
-            conditions: Some(vec![PodCondition {
-                type_: "PodScheduled".into(),
-                status: "False".into(),
-                reason: Some("Unschedulable".into()),
-                last_transition_time: Some(Time(changed)),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
+        status: Some(tests::unschedulable_status(Some(changed))),
     }
 }
 

@@ -230,7 +230,7 @@ impl Autoscaler {
         let Some(metrics) = self.metrics.clone() else { return Ok(report) };
         self.next_pod_sync =
             Some(now + k8s_openapi::jiff::SignedDuration::try_from(self.options.hpa.sync_period).unwrap_or_default());
-        let view = self.pod_autoscaler_view(self.reader.view().await?);
+        let view = pod_autoscaler_view(&self.options, self.reader.view().await?);
         self.pod_scaling.retain(&view);
         // Targets the view does not describe are read through their /scale subresource.
         let mut extra: BTreeMap<(String, String, String), TargetState> = BTreeMap::new();
@@ -341,11 +341,6 @@ impl Autoscaler {
         }
         self.pod_scaling.rescales_done();
         Ok(report)
-    }
-
-    /// `view` without the pod autoscalers whose mode is `off`.
-    pub fn pod_autoscaler_view(&self, view: ClusterView) -> ClusterView {
-        pod_autoscaler_view(&self.options, view)
     }
 
     pub fn options(&self) -> &AutoscalingOptions {

@@ -348,16 +348,7 @@ pub fn pending_pod(name: &str, millis: u32) -> Pod {
             }],
             ..Default::default()
         }),
-        status: Some(PodStatus {
-            phase: Some("Pending".into()),
-            conditions: Some(vec![PodCondition {
-                type_: "PodScheduled".into(),
-                status: "False".into(),
-                reason: Some("Unschedulable".into()),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
+        status: Some(tests::unschedulable_status(None)),
     }
 }
 
