@@ -223,3 +223,38 @@ fn instances_that_failed_to_launch_are_not_deleted_below_the_group_minimum() {
     assert!(h.loops.iter().any(|(_, r, _)| !r.failed_instances.is_empty()), "the launch failed");
     assert!(deleted >= 1, "a small node was removed while the target counted the failed instance");
 }
+
+/// Upstream forgets a group's backoff only when one of its scale-ups succeeds (its nodes have
+/// started), not when the cloud accepts a request. So a stocked-out group whose second accepted
+/// scale-up fails again, after the first backoff expired, is backed off twice as long: 5 minutes,
+/// then 10.
+#[test]
+fn a_scale_up_the_cloud_accepts_does_not_reset_the_backoff_and_the_next_failure_doubles_it() {
+    let yaml = format!(
+        "duration: 30m\nflags: [--expander=least-waste]\nnodeGroups:\n{}{}objects:\n{}events:\n- {{at: 0s, fault: {{group: snug, type: stockOut, for: 1h}}}}\n",
+        group_yaml("system", 1, 1, 1, "1", "2Gi", ""),
+        group_yaml("snug", 0, 10, 0, "2", "4Gi", ""),
+        deployment_yaml("web", 3, "1800m", "3Gi", ""),
+    );
+    let h = run_history(&yaml, &["snug"]);
+    let ups: Vec<i64> = h.scale_ups().into_iter().filter(|(_, g, _)| g == "snug").map(|(t, _, _)| t).collect();
+    let failures: Vec<i64> = h
+        .loops
+        .iter()
+        .filter(|(_, r, _)| r.failed_instances.iter().any(|(g, _, _)| g == "snug"))
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert!(ups.len() >= 3 && failures.len() >= 2, "scale-ups at {ups:?}, failures seen at {failures:?}");
+    assert!(failures[0] > ups[0] && failures[0] < ups[1], "scale-ups at {ups:?}, failures seen at {failures:?}");
+    assert!(failures[1] > ups[1] && failures[1] < ups[2], "scale-ups at {ups:?}, failures seen at {failures:?}");
+    let first_wait = ups[1] - failures[0];
+    let second_wait = ups[2] - failures[1];
+    assert!(
+        (300..=310).contains(&first_wait),
+        "first backoff {first_wait}s (scale-ups {ups:?}, failures {failures:?})"
+    );
+    assert!(
+        (600..=610).contains(&second_wait),
+        "second backoff {second_wait}s (scale-ups {ups:?}, failures {failures:?})"
+    );
+}

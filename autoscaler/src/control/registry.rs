@@ -105,8 +105,10 @@ impl Registry {
         }
     }
 
-    /// A scale-up was requested: the group is scaling up until its nodes are ready or the wait
-    /// times out (the nodes count as upcoming from the target size, request or not).
+    /// A scale-up was requested: the group is scaling up until its nodes have started or the wait
+    /// times out (the nodes count as upcoming from the target size, request or not). The group's
+    /// backoff stays until the scale-up succeeds, as upstream's: a failure of this scale-up after
+    /// an earlier backoff expired doubles the next one.
     pub fn register_scale_up(&mut self, group: &str, increase: usize, provision_time: Duration, now: Timestamp) {
         let entry = self.scale_up_requests.entry(group.to_string()).or_insert(ScaleUpRequest {
             increase: 0,
@@ -116,7 +118,6 @@ impl Registry {
         entry.increase += increase;
         entry.time = now;
         entry.expected = plus(now, provision_time);
-        self.backoff.clear(group);
     }
 
     /// A scale-up failed (the cloud refused it): back the group off.
@@ -172,6 +173,14 @@ impl Registry {
                     if self.failed_seen.insert(instance.id.clone()) {
                         self.backoff.fail(&group.id, &error.code, &error.message, now);
                         update.failed_instances.push((group.id.clone(), instance.id.clone(), error));
+                        // Upstream takes the failed node out of the scale-up it belonged to; a
+                        // request with nothing left is over (and did not succeed).
+                        if let Some(request) = self.scale_up_requests.get_mut(&group.id) {
+                            request.increase = request.increase.saturating_sub(1);
+                            if request.increase == 0 {
+                                self.scale_up_requests.remove(&group.id);
+                            }
+                        }
                     }
                     update.to_remove.push(InstanceToRemove {
                         group: group.id.clone(),
@@ -198,27 +207,35 @@ impl Registry {
             gs.backoff = self.backoff.status(&group.id, now);
             gs.deletions_in_progress = self.deletions.get(&group.id).map_or(0, BTreeSet::len);
 
-            // What the target still owes: upstream's upcoming nodes. A scale-up request of this
-            // process only decides whether the group is scaling up (status, instance cache), when
-            // the wait times out, and how many unready nodes are justified.
-            let owed = group.target_size.saturating_sub(gs.ready + gs.unready + long_unregistered);
+            // A scale-up request of this process decides whether the group is scaling up (status,
+            // instance cache), when the wait times out, and how many unready nodes are justified.
+            // As upstream's, it lasts while the target is above the registered nodes that have
+            // started (ready or unready): nodes still starting and instances that never registered
+            // keep it open until it times out. When it ends that way it succeeded, and the group's
+            // backoff is forgotten.
+            let started = gs.ready + gs.unready;
             let mut pending_increase = 0;
             if let Some(request) = self.scale_up_requests.get(&group.id).cloned() {
-                if owed == 0 {
+                if group.target_size <= started {
                     self.scale_up_requests.remove(&group.id);
+                    self.backoff.clear(&group.id);
+                    gs.backoff = self.backoff.status(&group.id, now);
                 } else if request.expected < now {
                     self.scale_up_requests.remove(&group.id);
                     self.backoff.fail(&group.id, "timeout", "scale-up timed out", now);
                     gs.backoff = self.backoff.status(&group.id, now);
                     update.timed_out.push((group.id.clone(), request.increase));
                 } else {
-                    pending_increase = request.increase.min(owed);
+                    pending_increase = request.increase;
                 }
             }
             gs.scale_up_in_progress = pending_increase > 0;
             gs.upcoming = upcoming_nodes(group.target_size, gs.ready, gs.unready, long_unregistered, gs.not_started);
 
-            // Health: unready nodes beyond what the pending work explains.
+            // Health: unready nodes beyond what the pending work explains. Upstream's acceptable
+            // range counts all of the request's increase (MinNodes = target − long-unregistered −
+            // increase), so nodes of a large scale-up that registered but are not ready yet never
+            // make their group unhealthy.
             let min_nodes = group.target_size.saturating_sub(long_unregistered + pending_increase);
             let registered_count = gs.ready + gs.unready + gs.not_started;
             let unjustified = min_nodes.saturating_sub(gs.ready);
