@@ -1,6 +1,7 @@
 //! Exponential backoff of node groups after failed scale-ups (upstream §8.6): the first failure
 //! backs a group off for the initial duration; a failure after the backoff expired doubles it
-//! (capped); failures during an active backoff do not extend it; everything is forgotten once
+//! (capped); a failure during an active backoff restarts it from that failure with the same
+//! duration (concurrent failures do not double it, as upstream's); everything is forgotten once
 //! the reset timeout has passed since the last failure.
 
 use std::collections::BTreeMap;
@@ -38,15 +39,13 @@ impl Backoff {
 
     /// Records a failed scale-up of `group` and returns until when it is backed off.
     pub fn fail(&mut self, group: &str, error_code: &str, error_message: &str, now: Timestamp) -> Timestamp {
+        // Upstream doubles only once the backoff has ended (its `until` is strictly before now).
         let duration = match self.entries.get(group) {
-            Some(e) if e.until > now => e.duration,
+            Some(e) if e.until >= now => e.duration,
             Some(e) if plus(e.last_failure, self.reset_timeout) > now => (e.duration * 2).min(self.max),
             _ => self.initial,
         };
-        let until = match self.entries.get(group) {
-            Some(e) if e.until > now => e.until,
-            _ => plus(now, duration),
-        };
+        let until = plus(now, duration);
         let mut message = error_message.to_string();
         if message.len() > 500 {
             let mut cut = 500;
@@ -118,12 +117,14 @@ mod tests {
     }
 
     #[test]
-    fn failures_during_backoff_do_not_extend_it() {
+    fn a_failure_during_backoff_restarts_it_without_doubling() {
         let mut b = backoff();
         b.fail("g", "x", "", t(0));
-        assert_eq!(b.fail("g", "x", "", t(100)), t(300));
+        assert_eq!(b.fail("g", "x", "", t(100)), t(100 + 300));
+        // At the very end it is still running: same duration.
+        assert_eq!(b.fail("g", "x", "", t(400)), t(400 + 300));
         // After it expires, the next failure doubles.
-        assert_eq!(b.fail("g", "x", "", t(400)), t(400 + 600));
+        assert_eq!(b.fail("g", "x", "", t(701)), t(701 + 600));
     }
 
     #[test]
