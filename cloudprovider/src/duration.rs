@@ -8,6 +8,12 @@
 
 use std::time::Duration;
 
+/// `t + d`, saturating at the end of the representable range instead of panicking: deadlines
+/// computed from user-given durations (flags, scenario files) must never overflow.
+pub fn later(t: k8s_openapi::jiff::Timestamp, d: Duration) -> k8s_openapi::jiff::Timestamp {
+    t.checked_add(d).unwrap_or(k8s_openapi::jiff::Timestamp::MAX)
+}
+
 const NANOS_PER_UNIT: [(&str, u128); 8] = [
     ("ns", 1),
     ("us", 1_000),

@@ -15,13 +15,14 @@
 //! there); the node is kept out of scale-down until its Node object goes. Any failure removes
 //! the taint again.
 
+use cloudprovider::duration::later;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cloudprovider::NodeGroup;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
 use simulator::well_known::{DELAY_DELETION_PREFIX, ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
@@ -31,10 +32,6 @@ use super::registry::Registry;
 use crate::config::AutoscalingOptions;
 use crate::core::ClusterView;
 use crate::ports::{ClusterActions, Event, EventReason, EventType, EvictionError, ObjectRef};
-
-fn plus(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
-}
 
 /// Why a node is removed (the `reason` label of `scaled_down_nodes_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -248,7 +245,7 @@ impl Actuator {
             let deletion = self.in_flight[&name].clone();
             let mut phase = deletion.phase.clone();
             if let Phase::Tainted { since } = phase {
-                if now < plus(since, options.node_delete_delay_after_taint) {
+                if now < later(since, options.node_delete_delay_after_taint) {
                     continue;
                 }
                 let pods_by_node = pods_by_node.get_or_insert_with(|| {
@@ -310,7 +307,7 @@ impl Actuator {
                 phase = if still.is_empty() {
                     let timeout = Duration::from_secs(longest_grace.max(0) as u64 + 30);
                     Phase::WaitingForPods { since: now, timeout, pods: evicted }
-                } else if now > plus(first_attempt, options.max_pod_eviction_time) {
+                } else if now > later(first_attempt, options.max_pod_eviction_time) {
                     let why = format!(
                         "failed to drain the node: eviction of {}/{} did not succeed within --max-pod-eviction-time",
                         still[0].namespace, still[0].name
@@ -336,7 +333,7 @@ impl Actuator {
                     .collect();
                 if !pods.iter().any(|k| on_node.contains(k)) {
                     phase = Phase::Deleting { since: now };
-                } else if now > plus(since, timeout) {
+                } else if now > later(since, timeout) {
                     let why = "failed to drain the node: evicted pods did not leave in time".to_string();
                     self.release(&name, why, actions, registry, options, &mut report).await;
                     continue;
@@ -345,7 +342,7 @@ impl Actuator {
             if let Phase::Deleting { since } = phase {
                 let held =
                     node.metadata.annotations.iter().flatten().any(|(key, _)| key.starts_with(DELAY_DELETION_PREFIX));
-                if held && now <= plus(since, options.node_deletion_delay_timeout) {
+                if held && now <= later(since, options.node_deletion_delay_timeout) {
                     if let Some(d) = self.in_flight.get_mut(&name) {
                         d.phase = phase;
                     }
@@ -390,7 +387,7 @@ impl Actuator {
                 members.into_iter().map(|(name, _)| vec![name]).collect()
             } else {
                 let oldest = members.iter().map(|(_, since)| *since).min().unwrap_or(now);
-                if now < plus(oldest, interval) {
+                if now < later(oldest, interval) {
                     continue;
                 }
                 vec![members.into_iter().map(|(name, _)| name).collect()]

@@ -4,10 +4,11 @@
 //! duration (concurrent failures do not double it, as upstream's); everything is forgotten once
 //! the reset timeout has passed since the last failure.
 
+use cloudprovider::duration::later;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 use crate::core::cluster_state::Backoff as BackoffStatus;
 
@@ -28,10 +29,6 @@ pub struct Backoff {
     entries: BTreeMap<String, Entry>,
 }
 
-fn plus(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
-}
-
 impl Backoff {
     pub fn new(initial: Duration, max: Duration, reset_timeout: Duration) -> Self {
         Backoff { initial, max, reset_timeout, entries: BTreeMap::new() }
@@ -42,10 +39,10 @@ impl Backoff {
         // Upstream doubles only once the backoff has ended (its `until` is strictly before now).
         let duration = match self.entries.get(group) {
             Some(e) if e.until >= now => e.duration,
-            Some(e) if plus(e.last_failure, self.reset_timeout) > now => (e.duration * 2).min(self.max),
+            Some(e) if later(e.last_failure, self.reset_timeout) > now => (e.duration * 2).min(self.max),
             _ => self.initial,
         };
-        let until = plus(now, duration);
+        let until = later(now, duration);
         let mut message = error_message.to_string();
         if message.len() > 500 {
             let mut cut = 500;
@@ -74,7 +71,7 @@ impl Backoff {
     /// Forgets groups whose last failure is older than the reset timeout.
     pub fn forget_old(&mut self, now: Timestamp) {
         let reset = self.reset_timeout;
-        self.entries.retain(|_, e| plus(e.last_failure, reset) > now);
+        self.entries.retain(|_, e| later(e.last_failure, reset) > now);
     }
 
     /// A successful scale-up of the group clears its backoff.

@@ -4,22 +4,19 @@
 //! whose target and registered nodes disagree for too long. Each loop it turns one reading of
 //! the cluster into the `ClusterState` the decision reads, plus the repairs the loop must make.
 
+use cloudprovider::duration::later;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cloudprovider::{InstanceErrorInfo, InstanceState};
 use cloudprovider_static::instance_id_for_node;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::backoff::Backoff;
 use crate::config::AutoscalingOptions;
 use crate::core::cluster_state::{upcoming_nodes, within_unready_tolerance};
 use crate::core::{CloudState, ClusterState, ClusterView};
-
-fn plus(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
-}
 
 /// A scale-up the loop asked for and is waiting on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,7 +114,7 @@ impl Registry {
         });
         entry.increase += increase;
         entry.time = now;
-        entry.expected = plus(now, provision_time);
+        entry.expected = later(now, provision_time);
     }
 
     /// A scale-up failed (the cloud refused it): back the group off.
@@ -192,7 +189,7 @@ impl Registry {
                 unregistered += 1;
                 still_unregistered.insert(instance.id.clone());
                 let since = *self.unregistered_since.entry(instance.id.clone()).or_insert(now);
-                if plus(since, provision) < now {
+                if later(since, provision) < now {
                     long_unregistered += 1;
                     update.to_remove.push(InstanceToRemove {
                         group: group.id.clone(),
@@ -250,7 +247,7 @@ impl Registry {
                     _ => now,
                 };
                 self.incorrect_size.insert(group.id.clone(), (key.0, key.1, since));
-                if plus(since, provision) < now {
+                if later(since, provision) < now {
                     update.fix_sizes.push((group.id.clone(), registered_count as i64 - group.target_size as i64));
                     self.incorrect_size.remove(&group.id);
                 }

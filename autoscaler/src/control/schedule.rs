@@ -36,7 +36,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cloudprovider_memory::plus;
+use cloudprovider::duration::later;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::Notify;
@@ -207,7 +207,7 @@ impl LoopSchedule {
 
     /// The iteration ended at `at` with `outcome`.
     pub fn iteration_finished(&mut self, at: Timestamp, outcome: IterationOutcome) {
-        let timer = (plus(at, self.config.scan_interval), Trigger::Timer);
+        let timer = (later(at, self.config.scan_interval), Trigger::Timer);
         self.due = match outcome {
             _ if !self.config.frequent_loops => timer,
             IterationOutcome::Productive => (at, Trigger::Productive),
@@ -215,7 +215,7 @@ impl LoopSchedule {
             // not a whole scan interval later.
             IterationOutcome::WaitedForNewPods => {
                 let started = self.last_started.unwrap_or(at);
-                let aged = plus(started, VERY_NEW_POD_AGE).max(at);
+                let aged = later(started, VERY_NEW_POD_AGE).max(at);
                 if aged < timer.0 { (aged, Trigger::UnschedulablePods) } else { timer }
             }
             IterationOutcome::Idle | IterationOutcome::Failed => timer,
@@ -231,8 +231,8 @@ impl LoopSchedule {
         }
         // Not before the first pod is 2 s old: sooner, `decide` would find every pending pod
         // very new and wait one loop (upstream's rule), and the pods a whole scan interval.
-        let idle = plus(p.last, batch_idle).max(plus(p.first, VERY_NEW_POD_AGE));
-        Some(idle.min(plus(p.first, batch_max)))
+        let idle = later(p.last, batch_idle).max(later(p.first, VERY_NEW_POD_AGE));
+        Some(idle.min(later(p.first, batch_max)))
     }
 
     /// When the next iteration is due (it may be in the past: then at once).
@@ -269,7 +269,7 @@ pub fn is_recently_unschedulable(pod: &Pod, now: Timestamp) -> bool {
         .find(|c| c.type_ == "PodScheduled")
         .and_then(|c| c.last_transition_time.as_ref());
     // Without a transition time nothing says the pod is old: as new.
-    changed.is_none_or(|t| plus(t.0, MAX_POD_CHANGE_AGE) >= now)
+    changed.is_none_or(|t| later(t.0, MAX_POD_CHANGE_AGE) >= now)
 }
 
 /// From an adapter that sees unschedulable pods appear to the loop that waits for them. The
@@ -311,7 +311,7 @@ mod tests {
     use super::*;
 
     fn t(seconds: f64) -> Timestamp {
-        plus(Timestamp::UNIX_EPOCH, Duration::from_secs_f64(seconds))
+        later(Timestamp::UNIX_EPOCH, Duration::from_secs_f64(seconds))
     }
 
     fn config() -> ScheduleConfig {
@@ -411,13 +411,13 @@ mod tests {
         }
         assert_eq!(iterations, 0, "no iteration during the burst");
         let last = now;
-        assert_eq!(s.next_due(), plus(last, Duration::from_secs(1)));
+        assert_eq!(s.next_due(), later(last, Duration::from_secs(1)));
         assert_eq!(s.due_at(s.next_due()), Some(Trigger::UnschedulablePods));
         s.iteration_started(s.next_due());
         // All of it was in that iteration's view: nothing is left to start another.
         assert_eq!(s.pending, None);
-        s.iteration_finished(plus(last, Duration::from_secs(2)), IterationOutcome::Idle);
-        assert_eq!(s.due_at(plus(last, Duration::from_secs(3))), None);
+        s.iteration_finished(later(last, Duration::from_secs(2)), IterationOutcome::Idle);
+        assert_eq!(s.due_at(later(last, Duration::from_secs(3))), None);
     }
 
     #[test]

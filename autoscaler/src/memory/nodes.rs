@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use cloudprovider_memory::{CloudEvent, plus};
+use cloudprovider::duration::later;
+use cloudprovider_memory::CloudEvent;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -60,7 +61,7 @@ impl MemoryCluster {
                 time_added: Some(Time(at)),
                 ..Default::default()
             });
-            self.add_timer(plus(at, delay), Timer::NodeReady(name));
+            self.add_timer(later(at, delay), Timer::NodeReady(name));
         }
         self.put_node(node);
     }

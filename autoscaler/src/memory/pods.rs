@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloudprovider_memory::plus;
+use cloudprovider::duration::later;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -222,7 +222,7 @@ impl MemoryCluster {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let newly_bound = new_node.is_some() && (old.is_none() || old_node.is_none());
         if newly_bound && phase(&pod) == "Pending" && !is_terminating(&pod) {
-            self.add_timer(plus(now, self.config.pod_startup_delay), Timer::PodStart(key.clone(), uid.clone()));
+            self.add_timer(later(now, self.config.pod_startup_delay), Timer::PodStart(key.clone(), uid.clone()));
         }
         let started = phase(&pod) == "Running" && old.as_deref().is_none_or(|o| phase(o) != "Running");
         if started
@@ -230,7 +230,7 @@ impl MemoryCluster {
             && let Some(duration) = self.run_duration(&pod)
         {
             let since = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map_or(now, |t| t.0);
-            self.add_timer(plus(since, duration), Timer::PodComplete(key.clone(), uid));
+            self.add_timer(later(since, duration), Timer::PodComplete(key.clone(), uid));
         }
 
         let relevant = old.as_deref().is_none_or(|o| {
@@ -283,7 +283,7 @@ impl MemoryCluster {
             self.remove_pod(key);
             return;
         }
-        let gone_at = plus(self.now(), grace);
+        let gone_at = later(self.now(), grace);
         if let Some(existing) = &pod.metadata.deletion_timestamp
             && existing.0 <= gone_at
         {

@@ -3,13 +3,14 @@
 //! schedule (`control::schedule`) says: at most `--scan-interval` after the last iteration, at
 //! once after a productive one, and after a batch of pods the scheduler marked unschedulable.
 
+use cloudprovider::duration::later;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cloudprovider::{CloudProvider, CloudProviderError, InstanceState, NodeGroup};
 use cloudprovider_memory::{FaultCount, Fulfilment};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -75,10 +76,6 @@ pub enum SimulateError {
     Event { place: String, message: String },
     #[error("the autoscaler failed: {0}")]
     Loop(String),
-}
-
-fn plus(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
 }
 
 fn scale_target(r: &ObjectRef) -> ScaleTarget {
@@ -268,7 +265,7 @@ async fn apply(
                 }
                 previous = replicas;
                 follow_ups.push(Pending {
-                    at: plus(now, Duration::from_secs(60 * s)),
+                    at: later(now, Duration::from_secs(60 * s)),
                     action: Action::Scale { target: target.clone(), replicas },
                     index,
                     step: true,
@@ -312,7 +309,7 @@ async fn apply(
                 ),
                 Fault::NeverRegister { count: n } => cloud.never_register(group, *n),
                 Fault::FailDeleteNodes { times } => cloud.fail_delete_nodes(group, count(times), error),
-                Fault::StockOut { duration } => cloud.stock_out(group, now, plus(now, *duration)),
+                Fault::StockOut { duration } => cloud.stock_out(group, now, later(now, *duration)),
                 Fault::Clear => cloud.clear_faults(group),
             };
             result.map_err(|e| e.to_string())?;
@@ -470,7 +467,7 @@ async fn run_inner(
                     .pricing()
                     .ok()
                     .and_then(|p| {
-                        p.node_price(&template, scenario.start, plus(scenario.start, Duration::from_secs(3600))).ok()
+                        p.node_price(&template, scenario.start, later(scenario.start, Duration::from_secs(3600))).ok()
                     })
                     .unwrap_or(0.0)
             });
@@ -483,7 +480,7 @@ async fn run_inner(
         })
         .collect();
     let start = scenario.start;
-    let end = plus(start, scenario.duration);
+    let end = later(start, scenario.duration);
     // One sample a minute for a day or two; fewer for longer runs (about 2,880 at most).
     let sample_every = Duration::from_secs((scenario.duration.as_secs() / 2880).max(60));
     let mut metrics = Metrics::new(start, groups, sample_every);
@@ -494,7 +491,7 @@ async fn run_inner(
         .events
         .iter()
         .enumerate()
-        .map(|(i, e)| Pending { at: plus(start, e.at), action: e.action.clone(), index: i, step: false })
+        .map(|(i, e)| Pending { at: later(start, e.at), action: e.action.clone(), index: i, step: false })
         .collect();
     events.sort_by_key(|p| p.at);
     for p in events {
@@ -721,7 +718,7 @@ async fn run_inner(
         }
         let next_event = queue.next_at().unwrap_or(end);
         let next_sync = autoscaler.next_pod_autoscaler_sync().unwrap_or(end);
-        now = schedule.next_due().min(next_event).min(next_sync).min(end).max(plus(now, Duration::from_millis(1)));
+        now = schedule.next_due().min(next_event).min(next_sync).min(end).max(later(now, Duration::from_millis(1)));
     }
     progress(1.0);
     Ok(Outcome {

@@ -62,4 +62,4 @@ pub use group::MemoryNodeGroup;
 pub use pricing::MemoryPricing;
 pub use provider::{MemoryCloudProvider, PROVIDER_NAME};
 pub use state::CloudEvent;
-pub use time::{SharedTime, plus};
+pub use time::SharedTime;

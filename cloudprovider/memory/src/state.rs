@@ -22,7 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::config::{GroupFaults, MemoryGroupSpec, PLACEHOLDER_CANNOT_BE_FULFILLED, provider_id_prefix};
 use super::template::node_for_instance;
-use super::time::plus;
+use cloudprovider::duration::later;
 use cloudprovider::{
     CloudProviderError, Instance, InstanceErrorClass, InstanceErrorInfo, InstanceState, InstanceStatus, Result,
 };
@@ -255,10 +255,10 @@ impl ProviderState {
                 )
             },
         };
-        let ready_at = plus(now, spec.provisioning_delay);
+        let ready_at = later(now, spec.provisioning_delay);
         for position in 0..delta {
             let fate = if position >= launched {
-                Fate::Fails { report_at: plus(now, error_report_delay), error: error.clone() }
+                Fate::Fails { report_at: later(now, error_report_delay), error: error.clone() }
             } else if self.groups[index].faults.never_register > 0 {
                 self.groups[index].faults.never_register -= 1;
                 Fate::NeverRegisters
@@ -324,7 +324,7 @@ impl ProviderState {
         if let Some(error) = self.groups[index].faults.take_delete_failure() {
             return Err(error);
         }
-        let gone_at = plus(now, deletion_delay);
+        let gone_at = later(now, deletion_delay);
         for position in doomed {
             self.groups[index].instances[position].phase = Phase::Deleting { gone_at };
         }

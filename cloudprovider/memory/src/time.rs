@@ -1,6 +1,7 @@
 //! `SharedTime`: the virtual "now" of a simulation, shared by the in-memory cloud provider, the
 //! in-memory cluster and the virtual clock. Only the simulation driver moves it.
 
+use cloudprovider::duration::later;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -36,13 +37,8 @@ impl SharedTime {
 
     /// Moves the time forward by `step` and returns the new time.
     pub fn advance_by(&self, step: Duration) -> Timestamp {
-        self.advance_to(plus(self.now(), step))
+        self.advance_to(later(self.now(), step))
     }
-}
-
-/// `t + d`, saturating at the end of the representable range instead of panicking.
-pub fn plus(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(d).unwrap_or(Timestamp::MAX)
 }
 
 fn to_nanos(t: Timestamp) -> i64 {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloudprovider_memory::plus;
+use cloudprovider::duration::later;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -127,7 +127,7 @@ impl MemoryCluster {
                 ..Default::default()
             }]);
             if let Some(ttl) = spec.ttl_seconds_after_finished {
-                let at = plus(now, Duration::from_secs(u64::try_from(ttl).unwrap_or(0)));
+                let at = later(now, Duration::from_secs(u64::try_from(ttl).unwrap_or(0)));
                 self.add_timer(at, Timer::JobExpire(key.clone(), uid));
             }
         }
