@@ -239,6 +239,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
     let metrics =
         Arc::new(if args.emit_per_nodegroup_metrics { Metrics::with_per_node_group_metrics() } else { Metrics::new() });
     metrics.set_limits(&options);
+    metrics.register_kube_client(&clients.requests);
     let health = Arc::new(HealthCheck::new(
         HealthCheckConfig {
             max_inactivity: args.max_inactivity,
@@ -445,7 +446,10 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 let nodes = cluster.snapshot().nodes;
                 let (cores, memory) = cluster_resources(nodes.iter().map(|n| &**n), Timestamp::now());
                 metrics.set_cluster_resources(cores, memory);
-                health.record_success(Timestamp::now());
+                // As upstream's loop: an iteration whose IncreaseSize failed is not a success.
+                if !report.failed_as_upstream() {
+                    health.record_success(Timestamp::now());
+                }
                 log_report(&report);
                 IterationOutcome::of(&report)
             }

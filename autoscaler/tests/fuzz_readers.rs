@@ -317,15 +317,19 @@ static MEMORY_CONFIG_SEEDS: LazyLock<(Vec<Seed>, Vocabulary)> = LazyLock::new(||
 
 fn read_memory_config(bytes: &[u8]) -> Outcome {
     const FILE: &str = "memory-node-groups.yaml";
-    let groups = match cloudprovider_memory::file::parse_groups_file(&String::from_utf8_lossy(bytes), FILE) {
-        Ok(groups) => groups,
+    let file = match cloudprovider_memory::file::parse_cloud_config(&String::from_utf8_lossy(bytes), FILE) {
+        Ok(file) => file,
         Err(e) => return refused_naming(e.to_string(), FILE),
     };
-    // The provider built from it, as `--cloud-provider=memory` does.
-    let config = cloudprovider_memory::file::provider_config(&groups, &Default::default());
+    // The provider built from it, with its faults armed, as `--cloud-provider=memory` does.
+    let config = cloudprovider_memory::file::provider_config(&file.groups, &Default::default());
     let time = cloudprovider_memory::SharedTime::new(common::NOW.parse().expect("time"));
-    match cloudprovider_memory::MemoryCloudProvider::new(config, time) {
-        Ok(_) => Outcome::Accepted,
+    let provider = match cloudprovider_memory::MemoryCloudProvider::new(config, time) {
+        Ok(provider) => provider,
+        Err(e) => return Outcome::Refused(e.to_string()),
+    };
+    match file.faults.iter().try_for_each(|fault| fault.arm(&provider)) {
+        Ok(()) => Outcome::Accepted,
         Err(e) => Outcome::Refused(e.to_string()),
     }
 }

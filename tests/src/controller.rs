@@ -4,12 +4,23 @@
 //! [`controller_binary`] builds the binary (once per test process, with the cargo that runs the
 //! tests, into the same target directory) so a test never runs a stale one. [`Controller`] starts
 //! it with a kubeconfig for a [`FakeApiServer`](crate::fake_apiserver::FakeApiServer), keeps its
-//! log in a file, sends SIGTERM, and kills it when dropped.
+//! log in a file, sends SIGTERM, and kills it when dropped. The rest is what the tests of the
+//! controller share: a scratch directory and quick flags, pods as the scheduler and the kubelet
+//! leave them, what the fake API server holds (nodes, events, taints), and the controller's
+//! `/metrics` and `/health-check`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodCondition, PodSpec, PodStatus, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::eventually;
+use crate::fake_apiserver::FakeApiServer;
 
 /// The target directory's profile folder (`target/debug`), from the test executable's path
 /// (`target/debug/deps/<test>-<hash>`).
@@ -162,4 +173,138 @@ fn dechunk(mut body: &str) -> String {
         body = rest[size..].trim_start_matches("\r\n");
     }
     out
+}
+
+/// A scratch directory holding the kubeconfig, the memory provider's `cloud_config` and the
+/// controllers' logs.
+pub fn workdir(server: &FakeApiServer, test: &str, cloud_config: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("ca-controller-{test}-{}-{}", std::process::id(), server.addr().port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kubeconfig"), server.kubeconfig_yaml()).unwrap();
+    std::fs::write(dir.join("cloud-config.yaml"), cloud_config).unwrap();
+    dir
+}
+
+/// The flags of a quick controller on the memory provider of [`workdir`]: one-second loops, no
+/// scale-down delays, no leader election, `/metrics` on `port`; then `extra`.
+pub fn quick_flags(dir: &Path, port: u16, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        format!("--kubeconfig={}", dir.join("kubeconfig").display()),
+        "--cloud-provider=memory".to_string(),
+        format!("--cloud-config={}", dir.join("cloud-config.yaml").display()),
+        format!("--address=127.0.0.1:{port}"),
+        "--scan-interval=1s".into(),
+        "--scale-down-unneeded-time=1s".into(),
+        "--scale-down-delay-after-add=0s".into(),
+        "--horizontal-pod-autoscaler-sync-period=1s".into(),
+        "--leader-elect=false".into(),
+        "--kube-client-qps=-1".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// Object metadata with a namespace, a name and labels.
+pub fn meta(namespace: &str, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(namespace.into()),
+        labels: (!labels.is_empty()).then(|| labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+        ..Default::default()
+    }
+}
+
+/// Requests of `millis` millicores.
+pub fn cpu(millis: u32) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([("cpu".to_string(), Quantity(format!("{millis}m")))])),
+        ..Default::default()
+    }
+}
+
+/// One container requesting `millis` millicores.
+pub fn container(millis: u32) -> Container {
+    Container { name: "app".into(), image: Some("app".into()), resources: Some(cpu(millis)), ..Default::default() }
+}
+
+/// A pod the scheduler could not place, as the scheduler marks it.
+pub fn pending_pod(name: &str, millis: u32) -> Pod {
+    Pod {
+        metadata: meta("default", name, &[]),
+        spec: Some(PodSpec { containers: vec![container(millis)], ..Default::default() }),
+        status: Some(crate::unschedulable_status(None)),
+    }
+}
+
+/// A pod bound to `node` and running.
+pub fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
+    let mut pod = pending_pod(name, millis);
+    bind(&mut pod, node);
+    pod
+}
+
+/// What the scheduler and the kubelet do to a pod placed on `node`.
+pub fn bind(pod: &mut Pod, node: &str) {
+    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+    pod.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+}
+
+/// The names of the Node objects.
+pub fn node_names(server: &FakeApiServer) -> Vec<String> {
+    server.list::<Node>().into_iter().filter_map(|n| n.metadata.name).collect()
+}
+
+/// The reasons of the events recorded on one object.
+pub fn event_reasons(server: &FakeApiServer, kind: &str, name: &str) -> Vec<String> {
+    server
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.involved_object.kind.as_deref() == Some(kind) && e.involved_object.name.as_deref() == Some(name))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+/// Whether the node carries a taint with this key.
+pub fn has_taint(server: &FakeApiServer, node: &str, key: &str) -> bool {
+    server
+        .get::<Node>(None, node)
+        .and_then(|n| n.spec)
+        .and_then(|s| s.taints)
+        .is_some_and(|t| t.iter().any(|t| t.key == key))
+}
+
+/// The controller's `/metrics` text (empty when it does not answer).
+pub async fn metrics_text(port: u16) -> String {
+    let address = format!("127.0.0.1:{port}");
+    tokio::task::spawn_blocking(move || http_get(&address, "/metrics").map(|(_, body)| body).unwrap_or_default())
+        .await
+        .unwrap()
+}
+
+/// The status of the controller's `/health-check`, if it answers.
+pub async fn health(port: u16) -> Option<u16> {
+    let address = format!("127.0.0.1:{port}");
+    tokio::task::spawn_blocking(move || http_get(&address, "/health-check").map(|(status, _)| status)).await.unwrap()
+}
+
+/// The value of a sample in Prometheus text, named as printed: `name` or `name{labels}`.
+pub fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.parse().ok()))
+}
+
+/// Waits for the memory provider's first node (registered at start-up).
+pub async fn first_node(server: &FakeApiServer, controller: &Controller) -> String {
+    eventually(&format!("the initial node to register (log: {})", controller.log()), || async {
+        node_names(server).into_iter().next()
+    })
+    .await
 }

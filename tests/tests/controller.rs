@@ -14,12 +14,12 @@ use k8s_openapi::api::autoscaling::v2::{
     ResourceMetricSource,
 };
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Event, Node, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec, ResourceRequirements,
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use tests::controller::{
+    Controller, bind, container, event_reasons, first_node, free_port, has_taint, health, http_get, meta, metrics_text,
+    node_names, pending_pod, quick_flags, running_pod, sample,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
-use tests::controller::{Controller, free_port, http_get};
 use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
 
@@ -43,127 +43,9 @@ nodeGroups:
 const STATUS: &str = "cluster-autoscaler-status";
 const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-autoscaler";
 
-/// A scratch directory holding the kubeconfig, the cloud config and the controllers' logs.
+/// A scratch directory with the kubeconfig and this file's cloud config.
 fn workdir(server: &FakeApiServer, test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("ca-controller-{test}-{}-{}", std::process::id(), server.addr().port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("kubeconfig"), server.kubeconfig_yaml()).unwrap();
-    std::fs::write(dir.join("cloud-config.yaml"), CLOUD_CONFIG).unwrap();
-    dir
-}
-
-/// The flags of a quick controller: one-second loops, no scale-down delays, no leader election.
-fn flags(dir: &std::path::Path, port: u16, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        format!("--kubeconfig={}", dir.join("kubeconfig").display()),
-        "--cloud-provider=memory".to_string(),
-        format!("--cloud-config={}", dir.join("cloud-config.yaml").display()),
-        format!("--address=127.0.0.1:{port}"),
-        "--scan-interval=1s".into(),
-        "--scale-down-unneeded-time=1s".into(),
-        "--scale-down-delay-after-add=0s".into(),
-        "--horizontal-pod-autoscaler-sync-period=1s".into(),
-        "--leader-elect=false".into(),
-        "--kube-client-qps=-1".into(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
-fn meta(namespace: &str, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        namespace: Some(namespace.into()),
-        labels: (!labels.is_empty()).then(|| labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-        ..Default::default()
-    }
-}
-
-fn cpu(millis: u32) -> ResourceRequirements {
-    ResourceRequirements {
-        requests: Some(BTreeMap::from([("cpu".to_string(), Quantity(format!("{millis}m")))])),
-        ..Default::default()
-    }
-}
-
-fn container(millis: u32) -> Container {
-    Container { name: "app".into(), image: Some("app".into()), resources: Some(cpu(millis)), ..Default::default() }
-}
-
-/// A pod the scheduler could not place, as the scheduler marks it.
-fn pending_pod(name: &str, millis: u32) -> Pod {
-    Pod {
-        metadata: meta("default", name, &[]),
-        spec: Some(PodSpec { containers: vec![container(millis)], ..Default::default() }),
-        status: Some(tests::unschedulable_status(None)),
-    }
-}
-
-fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
-    let mut pod = pending_pod(name, millis);
-    bind(&mut pod, node);
-    pod
-}
-
-/// What the scheduler and the kubelet do to a pod placed on `node`.
-fn bind(pod: &mut Pod, node: &str) {
-    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
-}
-
-fn node_names(server: &FakeApiServer) -> Vec<String> {
-    server.list::<Node>().into_iter().filter_map(|n| n.metadata.name).collect()
-}
-
-fn event_reasons(server: &FakeApiServer, kind: &str, name: &str) -> Vec<String> {
-    server
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| e.involved_object.kind.as_deref() == Some(kind) && e.involved_object.name.as_deref() == Some(name))
-        .filter_map(|e| e.reason)
-        .collect()
-}
-
-fn has_taint(server: &FakeApiServer, node: &str, key: &str) -> bool {
-    server
-        .get::<Node>(None, node)
-        .and_then(|n| n.spec)
-        .and_then(|s| s.taints)
-        .is_some_and(|t| t.iter().any(|t| t.key == key))
-}
-
-async fn metrics(port: u16) -> String {
-    let address = format!("127.0.0.1:{port}");
-    tokio::task::spawn_blocking(move || http_get(&address, "/metrics").map(|(_, body)| body).unwrap_or_default())
-        .await
-        .unwrap()
-}
-
-async fn health(port: u16) -> Option<u16> {
-    let address = format!("127.0.0.1:{port}");
-    tokio::task::spawn_blocking(move || http_get(&address, "/health-check").map(|(status, _)| status)).await.unwrap()
-}
-
-/// The value of an unlabelled sample in Prometheus text.
-fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.parse().ok()))
-}
-
-/// Waits for the memory provider's first node (registered at start-up).
-async fn first_node(server: &FakeApiServer, controller: &Controller) -> String {
-    eventually(&format!("the initial node to register (log: {})", controller.log()), || async {
-        node_names(server).into_iter().next()
-    })
-    .await
+    tests::controller::workdir(server, test, CLOUD_CONFIG)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,7 +53,7 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "up-down");
     let port = free_port();
-    let mut controller = Controller::start(&dir, "controller", &flags(&dir, port, &[]));
+    let mut controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &[]));
     let first = first_node(&server, &controller).await;
 
     // The first node is almost full; a 3-cpu pod cannot fit anywhere.
@@ -193,7 +75,7 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
     assert!(annotations.contains_key("cluster-autoscaler.kubernetes.io/last-updated"), "{annotations:?}");
     assert!(status.data.unwrap_or_default().get("status").is_some_and(|s| s.contains("Healthy")));
     let text = eventually("scaled_up_nodes_total in /metrics", || async {
-        let text = metrics(port).await;
+        let text = metrics_text(port).await;
         (sample(&text, "cluster_autoscaler_scaled_up_nodes_total") == Some(1.0)).then_some(text)
     })
     .await;
@@ -241,7 +123,7 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
     })
     .await;
     eventually("scaled_down_nodes_total in /metrics", || async {
-        metrics(port)
+        metrics_text(port)
             .await
             .contains("cluster_autoscaler_scaled_down_nodes_total{reason=\"underutilized\"} 1")
             .then_some(())
@@ -259,7 +141,7 @@ async fn pending_pod_scales_up_then_the_empty_node_is_drained_and_removed() {
 async fn dropped_and_expired_watches_are_survived() {
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "watches");
-    let controller = Controller::start(&dir, "controller", &flags(&dir, free_port(), &[]));
+    let controller = Controller::start(&dir, "controller", &quick_flags(&dir, free_port(), &[]));
     let first = first_node(&server, &controller).await;
     eventually("the controller's watches", || async { (server.active_watches() >= 10).then_some(()) }).await;
 
@@ -285,7 +167,7 @@ async fn a_second_replica_waits_for_the_lease_and_takes_over_when_the_leader_sto
         "--nodes=0:3:pool",
     ];
     let replica_flags = |status: &str, port: u16| {
-        let mut args = flags(&dir, port, &election);
+        let mut args = quick_flags(&dir, port, &election);
         // The static provider (sizes only): the replicas do not fight over fake nodes.
         args.retain(|a| {
             a != "--leader-elect=false" && a != "--cloud-provider=memory" && !a.starts_with("--cloud-config=")
@@ -337,7 +219,7 @@ async fn a_burst_of_unschedulable_pods_reaches_the_node_group_however_slowly_eve
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "event-burst");
     let port = free_port();
-    let controller = Controller::start(&dir, "controller", &flags(&dir, port, &[]));
+    let controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &[]));
     let first = first_node(&server, &controller).await;
     // The API server takes 2 s to accept each Event from now on.
     server.inject_fault(Fault::slow("/api/v1/namespaces/default/events", Duration::from_secs(2)).times(100_000));
@@ -353,7 +235,7 @@ async fn a_burst_of_unschedulable_pods_reaches_the_node_group_however_slowly_eve
     // the scale-up did not wait for them.
     let written = server.list::<Event>().len();
     assert!(written < 50, "{written} events were written before the scale-up");
-    let text = metrics(port).await;
+    let text = metrics_text(port).await;
     assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(2.0), "{text}");
 }
 
@@ -364,7 +246,7 @@ async fn a_new_unschedulable_pod_starts_a_scale_up_long_before_the_scan_interval
     let port = free_port();
     // The timer alone would run the second loop 10 minutes after the first.
     let mut args: Vec<String> =
-        flags(&dir, port, &[]).into_iter().filter(|f| !f.starts_with("--scan-interval=")).collect();
+        quick_flags(&dir, port, &[]).into_iter().filter(|f| !f.starts_with("--scan-interval=")).collect();
     args.push("--scan-interval=10m".into());
     let mut controller = Controller::start(&dir, "controller", &args);
     let first = first_node(&server, &controller).await;
@@ -382,7 +264,7 @@ async fn a_new_unschedulable_pod_starts_a_scale_up_long_before_the_scan_interval
     server.seed(&big);
     eventually(&format!("a scale-up for the new pod (log: {})", controller.log()), || async {
         let triggered = event_reasons(&server, "Pod", "big").iter().any(|r| r == "TriggeredScaleUp");
-        let scaled = sample(&metrics(port).await, "cluster_autoscaler_scaled_up_nodes_total") == Some(1.0);
+        let scaled = sample(&metrics_text(port).await, "cluster_autoscaler_scaled_up_nodes_total") == Some(1.0);
         (triggered && scaled).then_some(())
     })
     .await;
@@ -450,7 +332,7 @@ async fn static_provider_frees_a_drain_slot_once_delete_nodes_returns() {
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "static-drains");
     seed_two_replicas_and_a_keeper(&server);
-    let mut args = flags(&dir, free_port(), &[]);
+    let mut args = quick_flags(&dir, free_port(), &[]);
     args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
     args.extend(
         [
@@ -494,7 +376,7 @@ async fn api_server_errors_conflicts_and_slow_answers_are_retried_without_a_wron
     for fault in faults {
         server.inject_fault(fault);
     }
-    let mut args = flags(&dir, free_port(), &[]);
+    let mut args = quick_flags(&dir, free_port(), &[]);
     args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
     args.extend(
         ["--cloud-provider=static", "--nodes=0:3:pool", "--node-delete-delay-after-taint=0s"].map(String::from),
@@ -537,7 +419,7 @@ async fn losing_the_lease_cancels_the_iteration_before_its_next_write() {
     // The Lease is created, then every renewal fails: leadership ends after the renew deadline,
     // while the iteration waits on node a.
     server.inject_fault(Fault::new(LEASE_PATH, 500).verb(Verb::Update).times(1_000_000));
-    let mut args = flags(&dir, free_port(), &[]);
+    let mut args = quick_flags(&dir, free_port(), &[]);
     args.retain(|a| a != "--leader-elect=false" && a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
     args.extend(
         [
@@ -587,7 +469,7 @@ async fn sigterm_during_a_slow_iteration_exits_at_once_without_writing() {
         seed_node_left_tainted(&server, name);
     }
     server.inject_fault(Fault::slow("/api/v1/nodes/a", Duration::from_secs(120)).verb(Verb::Get));
-    let mut args = flags(&dir, free_port(), &[]);
+    let mut args = quick_flags(&dir, free_port(), &[]);
     args.retain(|a| a != "--cloud-provider=memory" && !a.starts_with("--cloud-config="));
     args.extend(["--cloud-provider=static", "--nodes=0:3:pool"].map(String::from));
     let mut controller = Controller::start(&dir, "sigterm", &args);
@@ -664,7 +546,7 @@ async fn the_embedded_hpa_scales_its_deployment_through_the_scale_subresource_wh
     let server = FakeApiServer::start().await;
     let dir = workdir(&server, "hpa");
     seed_web_with_hpa(&server);
-    let args = flags(&dir, free_port(), &["--horizontal-pod-autoscaler-mode=act"]);
+    let args = quick_flags(&dir, free_port(), &["--horizontal-pod-autoscaler-mode=act"]);
     let _controller = Controller::start(&dir, "controller", &args);
 
     // Below minReplicas: the HPA raises the Deployment to 3 without needing metrics.
@@ -690,7 +572,7 @@ async fn by_default_the_embedded_hpa_recommends_and_never_fights_kube_controller
     let dir = workdir(&server, "hpa-recommend");
     seed_web_with_hpa(&server);
     let port = free_port();
-    let _controller = Controller::start(&dir, "controller", &flags(&dir, port, &[]));
+    let _controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &[]));
 
     // The HPA is reconciled (its recommendation shows in /metrics) ...
     eventually("the HPA counted in /metrics", || async {

@@ -5,10 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ::kube::client::ClientBuilder;
+use ::kube::client::retry::RetryPolicy;
 use ::kube::config::{KubeConfigOptions, Kubeconfig};
 use ::kube::{Client, Config};
+use tower::buffer::BufferLayer;
+use tower::retry::RetryLayer;
 
 use super::rate_limit::{RateLimitLayer, TokenBucket};
+use super::request_metrics::{CountRequestsLayer, RestClientRequests};
 
 /// How to reach the API server.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +72,8 @@ pub struct KubeClients {
     pub lease_client: Client,
     /// The API server's URL, for messages about it.
     pub server: String,
+    /// Every request of every client above, by answer (`rest_client_requests_total`).
+    pub requests: RestClientRequests,
 }
 
 impl std::fmt::Debug for KubeClients {
@@ -137,6 +143,11 @@ impl KubeClients {
     pub fn from_config(config: Config, qps: f32, burst: u32) -> Result<KubeClients, KubeClientError> {
         let bucket = TokenBucket::new(qps, burst);
         let server = config.cluster_url.to_string();
+        let counting = CountRequestsLayer {
+            counts: RestClientRequests::default(),
+            host: config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default(),
+        };
+        let build = |config: Config, bucket| build(config, bucket, &counting);
         let mut no_retry = config.clone();
         no_retry.default_retry = false;
         Ok(KubeClients {
@@ -146,17 +157,35 @@ impl KubeClients {
             eviction_client: build(no_retry.clone(), bucket)?,
             lease_client: build(no_retry, TokenBucket::new(qps, burst))?,
             server,
+            requests: counting.counts.clone(),
         })
     }
 }
 
-fn build(config: Config, bucket: Option<Arc<TokenBucket>>) -> Result<Client, KubeClientError> {
+/// A client whose every attempt is counted, as client-go counts them: kube's retry of
+/// 429/503/504 (when the configuration asks for it) is moved outside the counting layer. Tower's
+/// retry needs a service it can clone, which kube's boxed stack is not: a buffer (a channel to a
+/// task owning the stack, as `kube::Client` itself has) provides one.
+fn build(
+    mut config: Config,
+    bucket: Option<Arc<TokenBucket>>,
+    counting: &CountRequestsLayer,
+) -> Result<Client, KubeClientError> {
+    let retry = std::mem::replace(&mut config.default_retry, false);
     let builder = ClientBuilder::try_from(config).map_err(|e| KubeClientError::Build(e.to_string()))?;
+    let builder = builder
+        .with_layer(counting)
+        .with_layer(&BufferLayer::new(REQUESTS_IN_FLIGHT))
+        .with_layer(&tower::util::option_layer(retry.then(|| RetryLayer::new(RetryPolicy::server_retry()))));
     Ok(match bucket {
         Some(bucket) => builder.with_layer(&RateLimitLayer(bucket)).build(),
         None => builder.build(),
     })
 }
+
+/// The buffer's capacity: requests of one client waiting for the stack at once (kube's own
+/// client buffer has the same).
+const REQUESTS_IN_FLIGHT: usize = 1024;
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,9 @@
 //!   `--kubernetes`, `--kube-client-qps`, `--kube-client-burst`): a client with kube's default
 //!   retry policy for reads and writes, and one without it for evictions (a PDB's 429 must come
 //!   back at once, not after kube's retries), sharing a client-go-like token bucket; the
-//!   watches, the metrics reads and leader election have a bucket each.
+//!   watches, the metrics reads and leader election have a bucket each. Every request is
+//!   counted, retried attempts included, in client-go's `rest_client_requests_total`
+//!   ([`RestClientRequests`]), which upstream's `/metrics` exposes.
 //!   TLS is rustls with aws-lc-rs only.
 //! - [`KubeCluster`] (`ClusterReader`): reflectors for every kind in `ClusterView`, resuming
 //!   after dropped connections and `410 Gone`; `view()` waits (bounded) for the first sync.
@@ -26,6 +28,7 @@ mod lean;
 mod metrics;
 mod rate_limit;
 mod reader;
+mod request_metrics;
 mod wpa;
 
 pub use actions::{KubeActions, KubeActionsOptions, STATUS_LAST_UPDATED_ANNOTATION};
@@ -34,4 +37,5 @@ pub use events::{EVENT_QUEUE_LENGTH, EVENT_SOURCE_COMPONENT, EventRecorder};
 pub use metrics::KubeMetrics;
 pub use rate_limit::{RateLimitLayer, RateLimited, TokenBucket};
 pub use reader::{KubeCluster, KubeClusterOptions};
+pub use request_metrics::{CountRequests, CountRequestsLayer, NO_ANSWER_CODE, RestClientRequests};
 pub use wpa::{WPA_GROUP, WPA_PLURAL, WPA_VERSION, wpa_crd_installed};

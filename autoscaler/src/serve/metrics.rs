@@ -16,6 +16,9 @@
 //! - `function_duration_quantile_seconds` (a Summary) is not exposed: prometheus-client has no
 //!   summaries; the histogram carries the same observations.
 //!
+//! Besides upstream's own, client-go's `rest_client_requests_total{code,method,host}` (upstream
+//! registers client-go's metrics): every request of the Kubernetes clients by answer.
+//!
 //! Our own metrics, for the embedded pod autoscalers (no upstream counterpart):
 //! `cluster_autoscaler_pod_autoscalers_count{kind}` and
 //! `cluster_autoscaler_pod_autoscaler_rescales_total{kind,direction}`.
@@ -39,6 +42,7 @@ use crate::control::{LoopReport, PodScalingReport};
 use crate::core::ClusterState;
 use crate::core::plan::{ScaleDownStatus, ScaleUpResult, UnremovableReason};
 use crate::core::readiness::is_being_deleted;
+use crate::kube_adapter::RestClientRequests;
 
 type OneLabel = [(&'static str, String); 1];
 type TwoLabels = [(&'static str, String); 2];
@@ -107,8 +111,8 @@ pub const ERROR_TYPES: [&str; 7] = [
 /// the health check.
 pub const TRANSIENT_ERROR: &str = "transientError";
 
-/// `failed_scale_ups_total{reason}` for a failed `IncreaseSize`: upstream wraps the provider's
-/// error as a cloud provider error.
+/// `failed_scale_ups_total{reason}` and `errors_total{type}` for a failed `IncreaseSize`:
+/// upstream wraps the provider's error as a cloud provider error.
 const CLOUD_PROVIDER_ERROR: &str = "cloudProviderError";
 
 /// Upstream's cluster size for `cluster_cpu_current_cores` / `cluster_memory_current_bytes`:
@@ -167,6 +171,8 @@ pub struct Metrics {
     /// The cloud provider's own metrics (`CloudProvider::register_metrics`), registered once the
     /// provider is built, after serving started.
     provider_registry: Mutex<Registry>,
+    /// Metrics under other components' names (client-go's `rest_client_requests_total`).
+    client_registry: Mutex<Registry>,
     /// `--emit-per-nodegroup-metrics`.
     per_group: Option<PerGroupMetrics>,
     /// Events dropped because the event queue was full (`record_events_dropped`).
@@ -296,6 +302,7 @@ impl Metrics {
             max_nodes_total: Mutex::new(0),
             unremovable_reasons_seen: Mutex::new(BTreeSet::new()),
             provider_registry: Mutex::new(Registry::with_prefix("cluster_autoscaler")),
+            client_registry: Mutex::new(Registry::default()),
             per_group: None,
             events_dropped: Counter::default(),
             events_dropped_seen: Mutex::new(0),
@@ -414,11 +421,20 @@ impl Metrics {
         provider.register_metrics(&mut self.provider_registry.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// Every metric, ours then the provider's, in the OpenMetrics text format.
+    /// Adds client-go's `rest_client_requests_total` of the Kubernetes clients, as upstream's
+    /// `/metrics` has it: failed API calls (5xx, 429) show there even when the loop goes on.
+    pub fn register_kube_client(&self, requests: &RestClientRequests) {
+        requests.register(&mut self.client_registry.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// Every metric, ours, the provider's, then the Kubernetes clients', in the OpenMetrics
+    /// text format.
     pub fn encode(&self, out: &mut String) -> std::fmt::Result {
         prometheus_client::encoding::text::encode_registry(out, &self.registry)?;
         let provider = self.provider_registry.lock().unwrap_or_else(PoisonError::into_inner);
         prometheus_client::encoding::text::encode_registry(out, &provider)?;
+        let client = self.client_registry.lock().unwrap_or_else(PoisonError::into_inner);
+        prometheus_client::encoding::text::encode_registry(out, &client)?;
         prometheus_client::encoding::text::encode_eof(out)
     }
 
@@ -469,9 +485,15 @@ impl Metrics {
     /// what it did, and its duration as `main` and `mainSuccessful`. `last_activity` for
     /// `autoscaling`, `scaleUp` and `scaleDown` is set to the report's time when the loop
     /// reached that part as upstream's would.
+    /// An iteration that upstream counts as failed ([`LoopReport::failed_as_upstream`]) adds
+    /// one to `errors_total{type="cloudProviderError"}` and is not observed as `mainSuccessful`.
     pub fn record_loop(&self, report: &LoopReport, state: &ClusterState, duration: Duration) {
         self.observe_duration(Function::Main, duration);
-        self.observe_duration(Function::MainSuccessful, duration);
+        if report.failed_as_upstream() {
+            self.record_error(CLOUD_PROVIDER_ERROR);
+        } else {
+            self.observe_duration(Function::MainSuccessful, duration);
+        }
         self.record_cluster_state(state);
         let time = report.time.parse::<Timestamp>().ok();
         if let Some(plan) = report.plan.as_ref().filter(|_| report.stopped.is_none()) {

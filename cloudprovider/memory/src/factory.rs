@@ -19,10 +19,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 
-use crate::file::{parse_groups_file, provider_config};
+use crate::file::{parse_cloud_config, provider_config};
 use crate::{CloudEvent, MemoryCloudProvider, SharedTime};
 
-/// Builds the memory provider from `--cloud-config` (a file with the scenario's `nodeGroups`).
+/// Builds the memory provider from `--cloud-config` (a file with the scenario's `nodeGroups`,
+/// and `faults` armed at start).
 pub async fn build(context: ProviderContext) -> BuildResult {
     context.refuse_auto_discovery()?;
     if let Some(spec) = context.node_group_specs.first() {
@@ -33,11 +34,14 @@ pub async fn build(context: ProviderContext) -> BuildResult {
     let path = context.require_cloud_config()?;
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| BuildError::Config(format!("--cloud-config={file}: {e}")))?;
-    let groups = parse_groups_file(&text, &file).map_err(|e| BuildError::Config(e.to_string()))?;
-    let mut config = provider_config(&groups, &context.node_group_defaults);
+    let cloud_config = parse_cloud_config(&text, &file).map_err(|e| BuildError::Config(e.to_string()))?;
+    let mut config = provider_config(&cloud_config.groups, &context.node_group_defaults);
     config.resource_limiter = context.resource_limiter.clone();
     let time = SharedTime::new(context.now);
     let provider = MemoryCloudProvider::new(config, time).map_err(|e| BuildError::Config(format!("{file}: {e}")))?;
+    for fault in &cloud_config.faults {
+        fault.arm(&provider).map_err(|e| BuildError::Config(format!("{file}: {e}")))?;
+    }
     match (context.purpose, context.kube) {
         (Purpose::Controller, Some(client)) => Ok(Arc::new(ClusterNodes { provider, nodes: Api::all(client) })),
         _ => Ok(Arc::new(provider)),

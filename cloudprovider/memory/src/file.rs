@@ -12,22 +12,28 @@
 //!   zeroOrMax: false            # scale only to 0 or to maxSize
 //!   options: {scaleDownUnneededTime: 5m}   # the static provider's per-group options
 //!   template: {metadata: {labels: {pool: general}}, status: {capacity: {cpu: "4", memory: 16Gi}}}
+//! faults:                       # --cloud-config only: faults armed when the provider starts
+//! - {group: general, type: failIncreaseSize, times: 1}   # times: default always
+//! - {group: general, type: failDeleteNodes, times: 2}
+//! - {group: general, type: neverRegister, count: 1}      # count: default 1
 //! ```
 //!
 //! Every error names the file, the line and the field (`nodeGroups[1].template.status…`).
+//! (A `simulate` scenario arms faults at chosen times with its `events` instead.)
 
 use std::time::Duration;
 
 use cloudprovider::duration::parse_go_duration;
 use cloudprovider::objects::{ObjectError, read_strict, refused_value};
 use cloudprovider::yaml::{FileError, line_of, normalize_quantities};
-use cloudprovider::{NodeGroupAutoscalingOptions, NodeGroupOptionOverrides, NodeTemplate};
+use cloudprovider::{CloudProviderError, NodeGroupAutoscalingOptions, NodeGroupOptionOverrides, NodeTemplate};
 use k8s_openapi::api::core::v1::Node;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use crate::config::{MemoryGroupSpec, MemoryProviderConfig};
+use crate::config::{FaultCount, MemoryGroupSpec, MemoryProviderConfig, MemoryProviderError};
+use crate::provider::MemoryCloudProvider;
 
 /// The provisioning delay of a group that does not set one.
 pub const DEFAULT_FILE_PROVISIONING_DELAY: Duration = Duration::from_secs(120);
@@ -96,15 +102,94 @@ pub fn provider_config(groups: &[GroupFileSpec], defaults: &NodeGroupAutoscaling
 struct RawGroupsFile {
     #[serde(default)]
     node_groups: Vec<RawGroup>,
+    #[serde(default)]
+    faults: Vec<Spanned<RawStartFault>>,
 }
 
-/// Reads a file that has only `nodeGroups` (the memory provider's `--cloud-config`).
-pub fn parse_groups_file(text: &str, file: &str) -> Result<Vec<GroupFileSpec>, FileError> {
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawStartFault {
+    group: String,
+    #[serde(rename = "type")]
+    fault_type: String,
+    times: Option<usize>,
+    count: Option<usize>,
+}
+
+/// A fault armed when the provider starts (the `faults` list of `--cloud-config`), so that the
+/// controller's end-to-end tests can make the cloud fail through the real binary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartFault {
+    /// The next `times` IncreaseSize calls of `group` fail (every one when `Always`).
+    FailIncreaseSize { group: String, times: FaultCount },
+    /// The next `times` DeleteNodes calls of `group` fail.
+    FailDeleteNodes { group: String, times: FaultCount },
+    /// The next `count` instances `group` launches never register a Node.
+    NeverRegister { group: String, count: usize },
+}
+
+impl StartFault {
+    /// Arms the fault on `provider`. The error a failing call returns names the group, as a
+    /// cloud's own message would.
+    pub fn arm(&self, provider: &MemoryCloudProvider) -> Result<(), MemoryProviderError> {
+        let error = |group: &str, call: &str| {
+            CloudProviderError::cloud(format!("{call} of node group {group} failed (armed in the cloud-config)"))
+        };
+        match self {
+            StartFault::FailIncreaseSize { group, times } => {
+                provider.fail_increase_size(group, *times, error(group, "IncreaseSize"))
+            }
+            StartFault::FailDeleteNodes { group, times } => {
+                provider.fail_delete_nodes(group, *times, error(group, "DeleteNodes"))
+            }
+            StartFault::NeverRegister { group, count } => provider.never_register(group, *count),
+        }
+    }
+}
+
+/// The memory provider's `--cloud-config`: its groups and the faults armed at start.
+#[derive(Clone, Debug)]
+pub struct GroupsFile {
+    pub groups: Vec<GroupFileSpec>,
+    pub faults: Vec<StartFault>,
+}
+
+/// Reads the memory provider's `--cloud-config`: `nodeGroups` and optional `faults`.
+pub fn parse_cloud_config(text: &str, file: &str) -> Result<GroupsFile, FileError> {
     let raw: RawGroupsFile = cloudprovider::yaml::from_str(text, file, SPANNED_KEYS)?;
     if raw.node_groups.is_empty() {
         return Err(FileError::new(file, "nodeGroups", None, "needs at least one node group"));
     }
-    parse_groups(file, raw.node_groups)
+    let groups = parse_groups(file, raw.node_groups)?;
+    let mut faults = Vec::new();
+    for (i, spanned) in raw.faults.into_iter().enumerate() {
+        let line = line_of(&spanned);
+        let f = spanned.value;
+        let err = |field: &str, message: String| FileError::new(file, format!("faults[{i}].{field}"), line, message);
+        if !groups.iter().any(|g| g.id == f.group) {
+            return Err(err("group", format!("unknown node group {:?}", f.group)));
+        }
+        let times = f.times.map_or(FaultCount::Always, FaultCount::Times);
+        let group = f.group.clone();
+        faults.push(match (f.fault_type.as_str(), f.times, f.count) {
+            ("failIncreaseSize", _, None) => StartFault::FailIncreaseSize { group, times },
+            ("failDeleteNodes", _, None) => StartFault::FailDeleteNodes { group, times },
+            ("neverRegister", None, count) => StartFault::NeverRegister { group, count: count.unwrap_or(1) },
+            ("failIncreaseSize" | "failDeleteNodes", _, Some(_)) => {
+                return Err(err("count", format!("{} takes times, not count", f.fault_type)));
+            }
+            ("neverRegister", Some(_), _) => {
+                return Err(err("times", "neverRegister takes count, not times".into()));
+            }
+            (other, _, _) => {
+                return Err(err(
+                    "type",
+                    format!("unknown fault {other:?} (failIncreaseSize, failDeleteNodes, neverRegister)"),
+                ));
+            }
+        });
+    }
+    Ok(GroupsFile { groups, faults })
 }
 
 /// Validates groups as written in `file`.
@@ -224,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_groups_file_reads_its_groups_and_options() {
-        let groups = parse_groups_file(FILE, "groups.yaml").unwrap();
+        let groups = parse_cloud_config(FILE, "groups.yaml").unwrap().groups;
         assert_eq!(groups.len(), 1);
         let g = &groups[0];
         assert_eq!((g.id.as_str(), g.min_size, g.max_size, g.initial_size), ("general", 1, 5, 1));
@@ -236,20 +321,43 @@ mod tests {
     #[test]
     fn errors_name_file_line_and_field() {
         let bad = FILE.replace("minSize: 1", "minSize: 9");
-        let error = parse_groups_file(&bad, "groups.yaml").unwrap_err();
+        let error = parse_cloud_config(&bad, "groups.yaml").unwrap_err();
         assert_eq!((error.field.as_str(), error.line), ("nodeGroups[0].minSize", Some(3)));
         let bad = FILE.replace("scaleDownUnneededTime: 5m", "scaleDownUneededTime: 5m");
-        let error = parse_groups_file(&bad, "groups.yaml").unwrap_err();
+        let error = parse_cloud_config(&bad, "groups.yaml").unwrap_err();
         assert_eq!(error.field, "nodeGroups[0].options.scaleDownUneededTime");
         assert!(error.to_string().starts_with("groups.yaml:6: "), "{error}");
         let bad = FILE.replace("maxSize: 5", "maxSise: 5");
-        let error = parse_groups_file(&bad, "groups.yaml").unwrap_err();
+        let error = parse_cloud_config(&bad, "groups.yaml").unwrap_err();
         assert!(error.message.contains("maxSise"), "{error}");
     }
 
     #[test]
+    fn faults_in_the_cloud_config_are_read_and_checked() {
+        let text = format!(
+            "{FILE}faults:\n- {{group: general, type: failIncreaseSize}}\n- {{group: general, type: failDeleteNodes, times: 2}}\n- {{group: general, type: neverRegister}}\n"
+        );
+        let file = parse_cloud_config(&text, "groups.yaml").unwrap();
+        assert_eq!(
+            file.faults,
+            vec![
+                StartFault::FailIncreaseSize { group: "general".into(), times: FaultCount::Always },
+                StartFault::FailDeleteNodes { group: "general".into(), times: FaultCount::Times(2) },
+                StartFault::NeverRegister { group: "general".into(), count: 1 },
+            ]
+        );
+        let unknown_group = format!("{FILE}faults:\n- {{group: nope, type: failIncreaseSize}}\n");
+        let error = parse_cloud_config(&unknown_group, "groups.yaml").unwrap_err();
+        assert_eq!((error.field.as_str(), error.line), ("faults[0].group", Some(9)), "{error}");
+        let unknown_type = format!("{FILE}faults:\n- {{group: general, type: explode}}\n");
+        assert_eq!(parse_cloud_config(&unknown_type, "groups.yaml").unwrap_err().field, "faults[0].type");
+        let wrong_key = format!("{FILE}faults:\n- {{group: general, type: failDeleteNodes, count: 1}}\n");
+        assert_eq!(parse_cloud_config(&wrong_key, "groups.yaml").unwrap_err().field, "faults[0].count");
+    }
+
+    #[test]
     fn an_empty_groups_file_is_an_error() {
-        let error = parse_groups_file("nodeGroups: []\n", "g.yaml").unwrap_err();
+        let error = parse_cloud_config("nodeGroups: []\n", "g.yaml").unwrap_err();
         assert_eq!(error.field, "nodeGroups");
     }
 }

@@ -13,8 +13,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Event, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus,
-    ResourceRequirements,
+    ConfigMap, Container, Event, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -353,18 +352,7 @@ pub fn pending_pod(name: &str, millis: u32) -> Pod {
 }
 
 /// What the scheduler and the kubelet do to a pod placed on `node`.
-pub fn bind(pod: &mut Pod, node: &str) {
-    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
-}
+pub use tests::controller::bind;
 
 pub fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
     let mut pod = pending_pod(name, millis);
