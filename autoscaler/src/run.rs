@@ -446,10 +446,9 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 let nodes = cluster.snapshot().nodes;
                 let (cores, memory) = cluster_resources(nodes.iter().map(|n| &**n), Timestamp::now());
                 metrics.set_cluster_resources(cores, memory);
-                // As upstream's loop: an iteration whose IncreaseSize failed is not a success.
-                if !report.failed_as_upstream() {
-                    health.record_success(Timestamp::now());
-                }
+                // As upstream's loop: a failed IncreaseSize is reported (event, failed_scale_ups_total,
+                // backoff) but does not fail the iteration, whose scale-down still runs.
+                health.record_success(Timestamp::now());
                 log_report(&report);
                 IterationOutcome::of(&report)
             }

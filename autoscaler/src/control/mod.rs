@@ -119,15 +119,6 @@ impl LoopReport {
     pub fn productive(&self) -> bool {
         !self.scale_ups.is_empty() || !self.deletions_started.is_empty()
     }
-
-    /// Whether upstream's `RunOnce` would have returned an error for this iteration: a failed
-    /// IncreaseSize ends upstream's loop with a cloud provider error, counted in
-    /// `errors_total{type="cloudProviderError"}` and not a successful loop for the health check
-    /// (`--max-failing-time`). A failed DeleteNodes is not: upstream deletes asynchronously and
-    /// reports it with events only.
-    pub fn failed_as_upstream(&self) -> bool {
-        !self.scale_up_failures.is_empty()
-    }
 }
 
 /// Everything the loop is built from.

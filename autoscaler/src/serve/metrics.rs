@@ -111,8 +111,8 @@ pub const ERROR_TYPES: [&str; 7] = [
 /// the health check.
 pub const TRANSIENT_ERROR: &str = "transientError";
 
-/// `failed_scale_ups_total{reason}` and `errors_total{type}` for a failed `IncreaseSize`:
-/// upstream wraps the provider's error as a cloud provider error.
+/// `failed_scale_ups_total{reason}` for a failed `IncreaseSize`: upstream wraps the provider's
+/// error as a cloud provider error.
 const CLOUD_PROVIDER_ERROR: &str = "cloudProviderError";
 
 /// Upstream's cluster size for `cluster_cpu_current_cores` / `cluster_memory_current_bytes`:
@@ -485,15 +485,11 @@ impl Metrics {
     /// what it did, and its duration as `main` and `mainSuccessful`. `last_activity` for
     /// `autoscaling`, `scaleUp` and `scaleDown` is set to the report's time when the loop
     /// reached that part as upstream's would.
-    /// An iteration that upstream counts as failed ([`LoopReport::failed_as_upstream`]) adds
-    /// one to `errors_total{type="cloudProviderError"}` and is not observed as `mainSuccessful`.
+    /// A failed IncreaseSize does not fail the iteration (upstream's `RunOnce` logs it and goes
+    /// on to scale-down): it counts in `failed_scale_ups_total`, not in `errors_total`.
     pub fn record_loop(&self, report: &LoopReport, state: &ClusterState, duration: Duration) {
         self.observe_duration(Function::Main, duration);
-        if report.failed_as_upstream() {
-            self.record_error(CLOUD_PROVIDER_ERROR);
-        } else {
-            self.observe_duration(Function::MainSuccessful, duration);
-        }
+        self.observe_duration(Function::MainSuccessful, duration);
         self.record_cluster_state(state);
         let time = report.time.parse::<Timestamp>().ok();
         if let Some(plan) = report.plan.as_ref().filter(|_| report.stopped.is_none()) {
