@@ -386,13 +386,8 @@ pub fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
     events(server, "ConfigMap", STATUS_CONFIG_MAP)
 }
 
-pub fn has_taint(server: &FakeApiServer, node: &str, key: &str) -> bool {
-    server
-        .get::<Node>(None, node)
-        .and_then(|n| n.spec)
-        .and_then(|s| s.taints)
-        .is_some_and(|t| t.iter().any(|t| t.key == key))
-}
+#[allow(unused_imports)]
+pub use tests::controller::has_taint;
 
 /// How many lines of `log` contain every one of `parts`.
 pub fn lines_with(log: &str, parts: &[&str]) -> usize {
