@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// The target directory's profile folder (`target/debug`), from the test executable's path
 /// (`target/debug/deps/<test>-<hash>`).
-fn profile_dir() -> PathBuf {
+pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     exe.parent().and_then(Path::parent).expect("tests run from <target>/<profile>/deps").to_path_buf()
 }

@@ -3,6 +3,8 @@
 //! - [`fake_apiserver`]: an in-process fake Kubernetes API server for kube-rs and kubectl.
 //! - [`controller`]: the real `cluster-autoscaler` binary as a child process.
 //! - [`moto`]: an AWS API server (moto) as a child process, for the `aws` provider's tests.
+//! - [`private_iaas`]: the private-IaaS example's processes (IaaS API, gRPC server) and a cluster
+//!   around them, for the end-to-end tests of that example and of restarts.
 //! - [`browser`]: headless Chromium as a child process, for the `simulate` report's browser test.
 //! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
 //! - [`unschedulable_status`]: the status kube-scheduler leaves on a pod it could not place.
@@ -11,6 +13,7 @@ pub mod browser;
 pub mod controller;
 pub mod fake_apiserver;
 pub mod moto;
+pub mod private_iaas;
 
 use std::future::Future;
 
