@@ -151,7 +151,8 @@ pub fn http_get(address: &str, path: &str) -> Option<(u16, String)> {
     Some((status, if chunked { dechunk(body) } else { body.to_string() }))
 }
 
-fn dechunk(mut body: &str) -> String {
+/// The body of a `Transfer-Encoding: chunked` answer.
+pub(crate) fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {
         let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };

@@ -17,8 +17,7 @@ use std::sync::OnceLock;
 use std::sync::mpsc;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Event, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus,
-    ResourceRequirements,
+    ConfigMap, Container, Event, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -27,8 +26,8 @@ use serde_json::{Value, json};
 
 use crate::EVENTUALLY_TIMEOUT;
 use crate::controller::{controller_binary, free_port};
-use crate::eventually;
 use crate::fake_apiserver::FakeApiServer;
+use crate::{bind, eventually};
 
 /// A binary of the `private-iaas` crate (`iaas-api`, `private-iaas-grpc`,
 /// `private-iaas-autoscaler`). The three are built once per test process (debug profile,
@@ -163,22 +162,12 @@ fn http(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {
     let raw = String::from_utf8_lossy(&raw).to_string();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("not an HTTP answer: {raw:?}"));
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("a status code");
-    let body =
-        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.into() };
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        crate::controller::dechunk(body)
+    } else {
+        body.into()
+    };
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 /// The stand-in IaaS's configuration: one flavor, one pool; VMs build until the test settles
@@ -350,20 +339,6 @@ pub fn pending_pod(name: &str, millis: u32) -> Pod {
         }),
         status: Some(crate::unschedulable_status(None)),
     }
-}
-
-/// What the scheduler and the kubelet do to a pod placed on `node`.
-pub fn bind(pod: &mut Pod, node: &str) {
-    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
 }
 
 pub fn running_pod(name: &str, millis: u32, node: &str) -> Pod {

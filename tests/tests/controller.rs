@@ -15,13 +15,13 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Event, Node, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec, ResourceRequirements,
+    ConfigMap, Container, Event, Node, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use tests::controller::{Controller, free_port, http_get};
-use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
+use tests::{bind, eventually};
 
 /// The memory provider's node group, in the scenario `nodeGroups` format: 4-cpu nodes, one at
 /// start, at most three.
@@ -104,20 +104,6 @@ fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
     let mut pod = pending_pod(name, millis);
     bind(&mut pod, node);
     pod
-}
-
-/// What the scheduler and the kubelet do to a pod placed on `node`.
-fn bind(pod: &mut Pod, node: &str) {
-    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
 }
 
 fn node_names(server: &FakeApiServer) -> Vec<String> {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus, ResourceRequirements,
+    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -193,20 +193,6 @@ pub fn pending_pod(name: &str, cpu: &str) -> Pod {
         }),
         status: Some(tests::unschedulable_status(None)),
     }
-}
-
-/// Binds a pod to a node, as the scheduler and the kubelet would.
-pub fn bind(pod: &mut Pod, node: &str) {
-    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
 }
 
 /// What becomes of the Machines a MachineSet creates.
