@@ -1,6 +1,6 @@
 //! Crashes of the real `cluster-autoscaler` binary between the steps of its work (issue 13,
 //! item 5): SIGKILL (nothing flushed, nothing cleaned up) after a scale-up request, after the
-//! `ToBeDeleted` taint and before the first eviction, mid-drain, after the evictions and before
+//! soft taint, after the `ToBeDeleted` taint and before the first eviction, mid-drain, after the evictions and before
 //! `DeleteNodes`, and after `DeleteNodes` took effect; then a fresh process against the same API
 //! server and cloud. `simulate_restarts.rs` does the same at every actuation call in the memory
 //! cluster; this is the once-through-the-binary check, with real processes and sockets.
@@ -14,7 +14,8 @@
 //! Each process is stopped at a known step without timing: an eviction the API server keeps
 //! refusing (500) holds a drain; a `delay-deletion.cluster-autoscaler.kubernetes.io/` annotation
 //! (upstream's) holds a drained node before `DeleteNodes`; a slow IaaS answer holds `DeleteNodes`
-//! after the VM is gone; a VM that is not settled holds a scale-up. After the restart, as upstream:
+//! after the VM is gone; a VM that is not settled holds a scale-up; a long
+//! `--scale-down-unneeded-time` holds an unneeded node soft-tainted. After the restart, as upstream:
 //! the fresh process removes the `ToBeDeleted` taint the dead one left and uncordons
 //! (`ClusterAutoscalerCleanup`), then decides again and finishes the scale-down from where the
 //! cluster is; a VM still building counts as upcoming, so no second VM is asked for.
@@ -53,7 +54,13 @@ impl Restarts {
     }
 
     fn autoscaler(&self) -> Process {
-        self.cluster.externalgrpc_autoscaler(&self.config, FLAGS)
+        self.autoscaler_with(&[])
+    }
+
+    /// With `extra` flags after the common ones (the last of a flag given twice wins).
+    fn autoscaler_with(&self, extra: &[&str]) -> Process {
+        let flags: Vec<&str> = FLAGS.iter().chain(extra).copied().collect();
+        self.cluster.externalgrpc_autoscaler(&self.config, &flags)
     }
 
     fn is_cordoned(&self, node: &str) -> bool {
@@ -282,6 +289,43 @@ async fn killed_after_a_scale_up_request_the_fresh_process_does_not_ask_again() 
     assert_eq!(cluster.iaas.requests(CREATES).await, 2);
     assert_eq!(cluster.iaas.requests(DELETES).await, 0);
     assert!(!has_taint(&cluster.server, &node, TO_BE_DELETED) && !restarts.is_cordoned(&node));
+    cluster.assert_keeper_kept(&restarts.keeper).await;
+    let log = second.log();
+    assert_eq!(tests::private_iaas::lines_with(&log, &["autoscaler loop failed"]), 0, "{log}");
+}
+
+/// Killed with an unneeded node soft-tainted (`DeletionCandidateOfClusterAutoscaler`, before its
+/// unneeded time is up): the fresh process keeps no memory of it, and as upstream's reads the
+/// soft taints from the nodes: once a pod lands there and the node is needed, the taint the dead
+/// process wrote is removed. The node is never tainted for deletion, cordoned or drained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_the_soft_taint_the_fresh_process_removes_it_once_the_node_is_needed() {
+    const SOFT: &str = "DeletionCandidateOfClusterAutoscaler";
+    const PATIENT: &[&str] = &["--scale-down-unneeded-time=1h"];
+    let restarts = Restarts::start("restart-after-soft-taint").await;
+    let cluster = &restarts.cluster;
+    let server = &cluster.server;
+    let (vm, node) = underused_node(&restarts, &[]).await;
+    let mut first = restarts.autoscaler_with(PATIENT);
+    eventually("the unneeded node soft-tainted", || async { has_taint(server, &node, SOFT).then_some(()) }).await;
+    first.kill();
+
+    let second = restarts.autoscaler_with(PATIENT);
+    cluster.loops(2).await;
+    assert!(has_taint(server, &node, SOFT), "still unneeded: the soft taint stays");
+    // The scheduler places a 3-cpu pod there (a soft taint only makes it prefer other nodes):
+    // the node is needed.
+    server.seed(&running_pod("api", 3000, &node));
+    eventually("the soft taint removed by the fresh process", || async {
+        (!has_taint(server, &node, SOFT)).then_some(())
+    })
+    .await;
+    cluster.loops(2).await;
+    assert!(!has_taint(server, &node, SOFT) && !has_taint(server, &node, TO_BE_DELETED));
+    assert!(!restarts.is_cordoned(&node));
+    assert!(server.evictions().is_empty(), "{:?}", server.evictions());
+    assert_eq!(cluster.iaas.requests(DELETES).await, 0);
+    assert!(cluster.iaas.vms().await.iter().any(|v| v["id"] == vm.as_str()));
     cluster.assert_keeper_kept(&restarts.keeper).await;
     let log = second.log();
     assert_eq!(tests::private_iaas::lines_with(&log, &["autoscaler loop failed"]), 0, "{log}");
