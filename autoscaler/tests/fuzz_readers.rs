@@ -254,6 +254,12 @@ static SCENARIO_SEEDS: LazyLock<(Vec<Seed>, Vocabulary)> = LazyLock::new(|| {
             list.truncate(keep);
         }
     }
+    // The crash events (the day has none: its results are the README's).
+    if let Some(events) = small["events"].as_array_mut() {
+        events.push(json!({"at": "2h", "crash": {}}));
+        events.push(json!({"at": "3h", "crash": {"after": "Taint ToBeDeleted"}}));
+        events.push(json!({"at": "4h", "crash": {"before": "EvictPod"}}));
+    }
     let seeds = vec![day, Seed::written(small, Syntax::Yaml)];
     let words = words_of(&seeds);
     (seeds, words)

@@ -128,3 +128,13 @@ fn a_huge_flag_in_a_scenario_is_refused_before_the_flag_parser() {
     let text = scenario(WEB, "").replace("--scale-down-unneeded-time=5m", &flag);
     assert_refused(&text, "2: flags[0]", "longer than 4096 bytes");
 }
+
+#[test]
+fn a_bad_crash_event_names_its_line_and_field() {
+    let unknown = "events:\n- at: 10m\n  crash: {before: Evict}\n";
+    assert_refused(&scenario(WEB, unknown), "24: events[0].crash.before", "unknown call \"Evict\" (one of: ");
+    let both = "events:\n- at: 10m\n  crash: {before: EvictPod, after: EvictPod}\n";
+    assert_refused(&scenario(WEB, both), "24: events[0].crash", "before or after a call, not both");
+    let misspelt = "events:\n- at: 10m\n  crash: {befor: EvictPod}\n";
+    assert_refused(&scenario(WEB, misspelt), "24: events[0].crash", "unknown field");
+}

@@ -15,16 +15,16 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodCondition, PodSpec, PodStatus, ResourceRequirements};
+use k8s_openapi::api::core::v1::{Container, Event, Node, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::eventually;
 use crate::fake_apiserver::FakeApiServer;
+use crate::{bind, eventually};
 
 /// The target directory's profile folder (`target/debug`), from the test executable's path
 /// (`target/debug/deps/<test>-<hash>`).
-fn profile_dir() -> PathBuf {
+pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     exe.parent().and_then(Path::parent).expect("tests run from <target>/<profile>/deps").to_path_buf()
 }
@@ -162,7 +162,8 @@ pub fn http_get(address: &str, path: &str) -> Option<(u16, String)> {
     Some((status, if chunked { dechunk(body) } else { body.to_string() }))
 }
 
-fn dechunk(mut body: &str) -> String {
+/// The body of a `Transfer-Encoding: chunked` answer.
+pub(crate) fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {
         let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
@@ -242,20 +243,6 @@ pub fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
     let mut pod = pending_pod(name, millis);
     bind(&mut pod, node);
     pod
-}
-
-/// What the scheduler and the kubelet do to a pod placed on `node`.
-pub fn bind(pod: &mut Pod, node: &str) {
-    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
 }
 
 /// The names of the Node objects.

@@ -3,18 +3,22 @@
 //! - [`fake_apiserver`]: an in-process fake Kubernetes API server for kube-rs and kubectl.
 //! - [`controller`]: the real `cluster-autoscaler` binary as a child process.
 //! - [`moto`]: an AWS API server (moto) as a child process, for the `aws` provider's tests.
+//! - [`private_iaas`]: the private-IaaS example's processes (IaaS API, gRPC server) and a cluster
+//!   around them, for the end-to-end tests of that example and of restarts.
 //! - [`browser`]: headless Chromium as a child process, for the `simulate` report's browser test.
 //! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
-//! - [`unschedulable_status`]: the status kube-scheduler leaves on a pod it could not place.
+//! - [`unschedulable_status`]: the status kube-scheduler leaves on a pod it could not place;
+//!   [`bind`]: what the scheduler and the kubelet do to a pod placed on a node.
 
 pub mod browser;
 pub mod controller;
 pub mod fake_apiserver;
 pub mod moto;
+pub mod private_iaas;
 
 use std::future::Future;
 
-use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use std::path::PathBuf;
@@ -64,4 +68,18 @@ pub fn unschedulable_status(changed: Option<Timestamp>) -> PodStatus {
         }]),
         ..Default::default()
     }
+}
+
+/// What the scheduler and the kubelet do to a pod placed on `node`.
+pub fn bind(pod: &mut Pod, node: &str) {
+    pod.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+    pod.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
 }

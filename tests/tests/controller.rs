@@ -17,11 +17,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use tests::controller::{
-    Controller, bind, container, event_reasons, first_node, free_port, has_taint, health, http_get, meta, metrics_text,
+    Controller, container, event_reasons, first_node, free_port, has_taint, health, http_get, meta, metrics_text,
     node_names, pending_pod, quick_flags, running_pod, sample,
 };
-use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
+use tests::{bind, eventually};
 
 /// The memory provider's node group, in the scenario `nodeGroups` format: 4-cpu nodes, one at
 /// start, at most three.

@@ -8,11 +8,11 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use tests::controller::{
-    Controller, bind, event_reasons, first_node, free_port, has_taint, health, metrics_text, node_names, pending_pod,
+    Controller, event_reasons, first_node, free_port, has_taint, health, metrics_text, node_names, pending_pod,
     quick_flags, running_pod, sample, workdir,
 };
-use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
+use tests::{bind, eventually};
 
 const STATUS: &str = "cluster-autoscaler-status";
 const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";

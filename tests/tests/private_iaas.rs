@@ -14,181 +14,14 @@
 //! Every test ends by checking that what should stay stayed: a "keeper" VM with a Node and a
 //! pod that nothing may remove.
 
-#[path = "private_iaas/fixture.rs"]
-mod fixture;
-
-use std::path::{Path, PathBuf};
-
-use fixture::{
-    CREATES, DELETES, Iaas, POOL, Process, bind, events, example_binary, has_taint, lines_with, node_names, node_of,
-    pending_pod, pki, provider_config, running_pod, status_events, status_text, workdir, write,
-};
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
-use serde_json::{Value, json};
-use tests::controller::{controller_binary, free_port};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::json;
+use tests::controller::free_port;
 use tests::eventually;
-use tests::fake_apiserver::FakeApiServer;
-
-const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
-const LOG_FILTER: &str = "info,autoscaler=debug,cloudprovider_externalgrpc=debug,private_iaas=debug";
-
-/// The fake API server, the IaaS API process and the files the processes read.
-struct Cluster {
-    server: FakeApiServer,
-    dir: PathBuf,
-    iaas: Iaas,
-    /// The provider's cloud-config (for `private-iaas-grpc`, or the in-process provider).
-    provider_config: PathBuf,
-}
-
-/// How the autoscaler reaches the gRPC server.
-#[derive(Clone, Copy, PartialEq)]
-enum Tls {
-    Plaintext,
-    Mutual,
-}
-
-/// The files stay for a failed test (its logs are printed too); a passing one leaves nothing.
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-impl Cluster {
-    async fn start(test: &str) -> Cluster {
-        let server = FakeApiServer::start().await;
-        let dir = workdir(test);
-        write(&dir, "kubeconfig", &server.kubeconfig_yaml());
-        let iaas_dir = dir.clone();
-        // Builds the example's binaries on first use: off the async workers.
-        let iaas = tokio::task::spawn_blocking(move || Iaas::start(&iaas_dir)).await.expect("starting iaas-api");
-        let provider_config = write(&dir, "provider.yaml", &provider_config(&iaas.url));
-        Cluster { server, dir, iaas, provider_config }
-    }
-
-    /// `private-iaas-grpc` on `listen` (`127.0.0.1:0` for a free port), its log appended to
-    /// `private-iaas-grpc.log` across restarts.
-    fn grpc_server(&self, listen: &str, tls: Tls) -> Process {
-        let file = |name: &str| self.dir.join(name).display().to_string();
-        let mut args = vec!["--listen".to_string(), listen.to_string(), "--cloud-config".into(), file("provider.yaml")];
-        if tls == Tls::Mutual {
-            pki(&self.dir);
-            args.extend(
-                ["--cert", &file("server.crt"), "--key", &file("server.key"), "--cacert", &file("ca.crt")]
-                    .map(String::from),
-            );
-        }
-        Process::start(&example_binary("private-iaas-grpc"), &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "grpc")
-    }
-
-    /// Upstream's externalgrpc cloud-config for `address`.
-    fn externalgrpc_config(&self, address: &str, grpc_timeout: &str, tls: Tls) -> PathBuf {
-        let mut text = format!("address: {address}\ngrpc_timeout: {grpc_timeout}\n");
-        if tls == Tls::Mutual {
-            let file = |name: &str| self.dir.join(name).display().to_string();
-            text.push_str(&format!(
-                "cert: {}\nkey: {}\ncacert: {}\n",
-                file("client.crt"),
-                file("client.key"),
-                file("ca.crt")
-            ));
-        }
-        write(&self.dir, "externalgrpc.yaml", &text)
-    }
-
-    /// The flags of a quick controller: one-second loops, scale-down of an empty node after a
-    /// second, no delays after scale-up or tainting, no leader election.
-    fn flags(&self, provider: &str, cloud_config: &Path, extra: &[&str]) -> Vec<String> {
-        let mut args = vec![
-            format!("--kubeconfig={}", self.dir.join("kubeconfig").display()),
-            format!("--cloud-provider={provider}"),
-            format!("--cloud-config={}", cloud_config.display()),
-            format!("--address=127.0.0.1:{}", free_port()),
-            "--scan-interval=1s".into(),
-            "--scale-down-unneeded-time=1s".into(),
-            "--scale-down-delay-after-add=0s".into(),
-            "--node-delete-delay-after-taint=0s".into(),
-            "--leader-elect=false".into(),
-            "--kube-client-qps=-1".into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        args
-    }
-
-    /// Our `cluster-autoscaler` with `--cloud-provider=externalgrpc`.
-    fn externalgrpc_autoscaler(&self, cloud_config: &Path, extra: &[&str]) -> Process {
-        let args = self.flags("externalgrpc", cloud_config, extra);
-        Process::run(controller_binary(), &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "cluster-autoscaler")
-    }
-
-    /// The example's own binary: our controller with the provider linked in.
-    fn in_process_autoscaler(&self, extra: &[&str]) -> Process {
-        let args = self.flags("private-iaas", &self.provider_config, extra);
-        let binary = example_binary("private-iaas-autoscaler");
-        Process::run(&binary, &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "private-iaas-autoscaler")
-    }
-
-    /// The kubelet of `vm` registers its Node; returns the Node's name.
-    fn register(&self, vm: &Value) -> String {
-        let node = self.server.seed(&node_of(vm));
-        node.metadata.name.expect("a node name")
-    }
-
-    /// A VM someone made before, up, with a Node and a pod (3 of its 4 cpus, no controller):
-    /// nothing may remove it. Returns (VM id, Node name).
-    async fn keeper(&self) -> (String, String) {
-        let vm = self.iaas.create_vm().await;
-        self.iaas.settle().await;
-        let node = self.register(&vm);
-        self.server.seed(&running_pod("keeper", 3000, &node));
-        (vm["id"].as_str().expect("a VM id").to_string(), node)
-    }
-
-    /// The one VM not in `known`, once it exists.
-    async fn new_vm(&self, known: &[&str]) -> Value {
-        eventually(&format!("a VM besides {known:?}"), || async {
-            self.iaas.vms().await.into_iter().find(|vm| !known.contains(&vm["id"].as_str().unwrap_or_default()))
-        })
-        .await
-    }
-
-    /// The VM boots, its kubelet registers, the scheduler binds `pod` there. Returns the Node.
-    async fn boot_and_bind(&self, vm: &Value, pod: &str) -> String {
-        let settled = self.iaas.settle().await;
-        assert!(settled["active"].as_array().is_some_and(|ids| ids.contains(&vm["id"])), "{settled}");
-        let node = self.register(vm);
-        self.server.modify::<Pod>(Some("default"), pod, |p| bind(p, &node)).expect("the pod to bind");
-        node
-    }
-
-    /// The keeper's VM is up, its Node there and not marked for deletion.
-    async fn assert_keeper_kept(&self, (vm, node): &(String, String)) {
-        let vms = self.iaas.vms().await;
-        let kept = vms.iter().find(|v| v["id"] == vm.as_str());
-        assert_eq!(kept.map(|v| v["state"].clone()), Some(json!("active")), "the keeper's VM: {vms:?}");
-        assert!(node_names(&self.server).contains(node), "the keeper's Node is gone");
-        assert!(!has_taint(&self.server, node, TO_BE_DELETED), "the keeper's Node is marked for deletion");
-        assert!(self.server.get::<Pod>(Some("default"), "keeper").is_some());
-    }
-
-    /// Events on the status ConfigMap with this reason whose message contains `part`.
-    fn status_event(&self, reason: &str, part: &str) -> Option<String> {
-        status_events(&self.server).into_iter().find(|(r, m)| r == reason && m.contains(part)).map(|(_, m)| m)
-    }
-
-    fn pod_event(&self, pod: &str, reason: &str, part: &str) -> Option<String> {
-        events(&self.server, "Pod", pod).into_iter().find(|(r, m)| r == reason && m.contains(part)).map(|(_, m)| m)
-    }
-
-    /// The status ConfigMap's entry for the pool's node group.
-    fn group_status(&self) -> Option<Value> {
-        let status: Value = serde_saphyr::from_str(&status_text(&self.server)?).ok()?;
-        status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == POOL).cloned()
-    }
-}
+use tests::private_iaas::{
+    CREATES, Cluster, DELETES, POOL, Process, TO_BE_DELETED, Tls, events, has_taint, lines_with, node_names,
+    pending_pod,
+};
 
 /// The whole life of a node, as the issue tells it: a pending pod → IncreaseSize → a VM in
 /// the IaaS → its Node registered and the pod bound → the pod goes → the empty node is removed
@@ -391,14 +224,7 @@ async fn answers_later_than_grpc_timeout_fail_clearly_and_a_timed_out_increase_i
         (cluster.group_status()?["scaleUp"]["status"] == "Backoff").then_some(())
     })
     .await;
-    let status_time = || {
-        let status: Value = serde_saphyr::from_str(&status_text(&cluster.server)?).ok()?;
-        status["time"].as_str().map(str::to_string)
-    };
-    for _ in 0..3 {
-        let before = status_time();
-        eventually("another loop's status", || async { (status_time() != before).then_some(()) }).await;
-    }
+    cluster.loops(3).await;
     assert_eq!(cluster.iaas.requests(CREATES).await, 2, "one create for the scale-up that timed out");
 
     // Its VM boots and takes the pod.
@@ -409,31 +235,6 @@ async fn answers_later_than_grpc_timeout_fail_clearly_and_a_timed_out_increase_i
     .await;
     assert_eq!(cluster.iaas.requests(CREATES).await, 2);
     assert_eq!(cluster.iaas.requests(DELETES).await, 0);
-    cluster.assert_keeper_kept(&keeper).await;
-}
-
-/// After a restart while a VM builds, a freshly started autoscaler remembers no scale-up but, as
-/// upstream (`GetUpcomingNodes` counts what the target size owes beyond the started nodes, whoever
-/// asked for it), counts the building VM as upcoming: the pending pod fits on it and no second VM
-/// is requested.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restarted_autoscaler_counts_building_vms_as_upcoming() {
-    let cluster = Cluster::start("grpc-restart").await;
-    let keeper = cluster.keeper().await;
-    let grpc = cluster.grpc_server("127.0.0.1:0", Tls::Plaintext);
-    let config = cluster.externalgrpc_config(&grpc.address, "10s", Tls::Plaintext);
-    let mut first = cluster.externalgrpc_autoscaler(&config, &[]);
-    cluster.server.seed(&pending_pod("web", 3000));
-    cluster.new_vm(&[&keeper.0]).await;
-
-    // The autoscaler restarts while the VM builds (the test does not settle it).
-    first.kill();
-    assert!(cluster.server.remove::<ConfigMap>(Some("kube-system"), fixture::STATUS_CONFIG_MAP));
-    let second = cluster.externalgrpc_autoscaler(&config, &[]);
-    eventually("the restarted autoscaler's first status", || async { cluster.group_status() }).await;
-    let vms = cluster.iaas.vms().await;
-    let creates = cluster.iaas.requests(CREATES).await;
-    assert_eq!(creates, 2, "a second VM for a pod whose VM is building: {vms:#?}\nlog:\n{}", second.log());
     cluster.assert_keeper_kept(&keeper).await;
 }
 

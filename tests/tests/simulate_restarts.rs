@@ -221,3 +221,47 @@ fn leftover_taints_are_removed_at_start_and_soft_taints_only_when_soft_tainting_
     assert!(!has_taint(&node, TO_BE_DELETED_TAINT) && !is_cordoned(&node), "{:?}", node.spec);
     assert!(!has_taint(&node, DELETION_CANDIDATE_TAINT), "{:?}", node.spec);
 }
+
+/// The scenario format's `crash` events: the day above with the process killed between two loops
+/// while the nodes of its scale-up build, and again right after its first eviction of the
+/// scale-down. `simulate` itself (no test hook) kills it twice; the day ends as without the
+/// crashes: no second scale-up, no pod lost, no node left cordoned or tainted.
+#[test]
+fn crash_events_in_a_scenario_mid_scale_up_and_mid_drain_end_the_day_as_without_them() {
+    let clean_yaml = scale_up_then_down();
+    let mut clean = Restarts::default();
+    run(&clean_yaml, &mut Watch(|_, world: &World, _: Option<&LoopReport>| clean.step(world)));
+
+    let yaml = format!("{clean_yaml}- {{at: 2m, crash: {{}}}}\n- {{at: 12m, crash: {{after: EvictPod}}}}\n");
+    let scenario = scenario::parse(&yaml, "crash scenario").expect("a scenario");
+    let mut seen = Restarts::default();
+    // Per step: (seconds since the start, nodes, target, a node tainted or cordoned).
+    let mut steps: Vec<(i64, usize, usize, bool)> = Vec::new();
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime");
+    let outcome = {
+        let mut watch = Watch(|now, world: &World, _: Option<&LoopReport>| {
+            seen.step(world);
+            steps.push((secs(scenario.start, now), seen.end.0, seen.end.1, !seen.left_marked.is_empty()));
+        });
+        runtime
+            .block_on(autoscaler::simulate::run_observed(&scenario, &[], true, |_| {}, &mut watch))
+            .unwrap_or_else(|e| panic!("simulation failed: {e}\n---\n{yaml}"))
+    };
+
+    let restarts: Vec<i64> =
+        outcome.timeline.iter().filter(|e| e.kind == "autoscalerRestarted").map(|e| e.at as i64).collect();
+    assert_eq!(restarts.len(), 2, "{restarts:?}");
+    let at = |t: i64| steps.iter().rev().find(|s| s.0 <= t).copied().expect("a step");
+    // The first at 2m, while the nodes asked for at 1m build (the target above the nodes).
+    let (_, nodes, target, _) = at(restarts[0]);
+    assert_eq!(restarts[0], 120);
+    assert!(nodes < target, "the crash at 2m came with nodes building: {nodes} nodes, target {target}");
+    // The second later, in a loop that evicted: its node tainted and cordoned when it died.
+    assert!(restarts[1] >= 12 * 60 && at(restarts[1]).3, "the crash after the first eviction: {:?}", at(restarts[1]));
+
+    assert!(seen.max_target <= clean.max_target, "target went to {}", seen.max_target);
+    assert!(seen.lost.is_empty(), "pods lost with their node: {:?}", seen.lost);
+    assert!(seen.left_marked.is_empty(), "left cordoned or tainted: {:?}", seen.left_marked);
+    assert_eq!(seen.end, clean.end, "(nodes, target, instances) at the end");
+    assert_eq!(seen.running, clean.running, "web and lite pods running at the end");
+}

@@ -36,12 +36,16 @@ pub const ACTUATION_CALLS: &[&str] = &[
     "EvictPod",
 ];
 
-/// Where the process dies, counting the watched calls from 0: before the call reaches the cloud
-/// or the API server, or after it took effect but before its answer is read.
+/// Where the process dies: before the call reaches the cloud or the API server, or after it took
+/// effect but before its answer is read. `Before` / `After` count the watched calls from 0;
+/// `BeforeNext` / `AfterNext` stop at the next call of that name from the moment the halt is
+/// armed ([`Calls::arm`]: a scenario's crash event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Halt {
     Before(usize),
     After(usize),
+    BeforeNext(&'static str),
+    AfterNext(&'static str),
 }
 
 #[derive(Default)]
@@ -89,6 +93,11 @@ impl Calls {
         self.halting.lock().unwrap_or_else(|e| e.into_inner()).log.clone()
     }
 
+    /// Arms `halt` from now on, in place of any halt not reached yet (a halt happens once).
+    pub fn arm(&self, halt: Halt) {
+        self.halting.lock().unwrap_or_else(|e| e.into_inner()).halt = Some(halt);
+    }
+
     /// Whether the process was stopped since the last `restarted` (its loop never finishes).
     pub fn halted(&self) -> bool {
         self.halting.lock().unwrap_or_else(|e| e.into_inner()).halted
@@ -113,12 +122,16 @@ impl Calls {
             let mut h = self.halting.lock().unwrap_or_else(|e| e.into_inner());
             if h.halted {
                 (true, false)
-            } else if h.watched.contains(rpc) {
-                let index = h.log.len();
-                h.log.push((rpc, on()));
+            } else {
+                let index = h.watched.contains(rpc).then(|| {
+                    h.log.push((rpc, on()));
+                    h.log.len() - 1
+                });
                 let stop = match h.halt {
-                    Some(Halt::Before(i)) if i == index => (true, false),
-                    Some(Halt::After(i)) if i == index => (false, true),
+                    Some(Halt::Before(i)) if index == Some(i) => (true, false),
+                    Some(Halt::After(i)) if index == Some(i) => (false, true),
+                    Some(Halt::BeforeNext(name)) if name == rpc => (true, false),
+                    Some(Halt::AfterNext(name)) if name == rpc => (false, true),
                     _ => (false, false),
                 };
                 if stop != (false, false) {
@@ -126,8 +139,6 @@ impl Calls {
                     h.halted = true;
                 }
                 stop
-            } else {
-                (false, false)
             }
         };
         if before {

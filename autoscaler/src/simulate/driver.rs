@@ -15,12 +15,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::metrics::{GroupInfo, KeptBy, Metrics, MetricsSummary, PodAutoscalerSeries};
-use super::scenario::{Action, Fault, ObjectRef, Scenario};
+use super::scenario::{Action, Crash, Fault, ObjectRef, Scenario};
 use super::world::{self, World, WorldError};
 use crate::config::AutoscalingOptions;
 use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig};
 use crate::control::{Autoscaler, LoopReport, Parts};
-use crate::core::counting::{Calls, Counting, CountingActions};
+use crate::core::counting::{ACTUATION_CALLS, Calls, Counting, CountingActions};
 use crate::core::plan::UnremovableReason;
 use crate::memory::{MemoryCluster, MemoryClusterHandle, ObjectKey, ObjectKind};
 use crate::ports::{ClusterActions, ClusterReader, EventReason, ScaleTarget};
@@ -334,6 +334,10 @@ async fn apply(
             guard.apply(n).map_err(|e| e.to_string())?;
             json!({"annotate": node, "annotations": annotations})
         }
+        // The run loop kills the process (it holds it).
+        Action::Crash(Crash::Now) => json!({"crash": "now"}),
+        Action::Crash(Crash::Before(call)) => json!({"crash": {"before": call}}),
+        Action::Crash(Crash::After(call)) => json!({"crash": {"after": call}}),
     };
     Ok((details, follow_ups))
 }
@@ -418,6 +422,11 @@ async fn run_inner(
     crash: Option<Arc<Calls>>,
 ) -> Result<Outcome, SimulateError> {
     let wall = Instant::now();
+    // A crash event at a call needs the calls passed through `Calls` (one between loops does not).
+    let crash = crash.or_else(|| {
+        let at_call = scenario.events.iter().any(|e| matches!(&e.action, Action::Crash(c) if c.halt().is_some()));
+        at_call.then(|| Arc::new(Calls::halting(ACTUATION_CALLS, None)))
+    });
     let options: AutoscalingOptions = world::options(&scenario.flags, extra_flags)?;
     let world = world::build(scenario, &options)?;
     let loads = scenario.loads.clone();
@@ -454,6 +463,21 @@ async fn run_inner(
         }))
     };
     let mut autoscaler = start_autoscaler()?;
+    // A crash: the process and its memory are gone, a fresh one takes over; its first loop a
+    // scan interval later, as after a loop that failed.
+    let restart = |autoscaler: &mut Autoscaler,
+                   schedule: &mut LoopSchedule,
+                   timeline: &mut Timeline,
+                   now: Timestamp|
+     -> Result<(), SimulateError> {
+        *autoscaler = start_autoscaler()?;
+        if let Some(calls) = &crash {
+            calls.restarted();
+        }
+        timeline.push(now, "autoscalerRestarted", json!({}));
+        schedule.iteration_finished(now, IterationOutcome::Failed);
+        Ok(())
+    };
     let groups: Vec<GroupInfo> = scenario
         .groups
         .iter()
@@ -512,6 +536,14 @@ async fn run_inner(
             timeline.push(now, if p.step { "rampStep" } else { "scenario" }, details);
             for f in follow_ups {
                 queue.push(f);
+            }
+            if let Action::Crash(when) = p.action {
+                match (when.halt(), &crash) {
+                    (None, _) => restart(&mut autoscaler, &mut schedule, &mut timeline, now)?,
+                    (Some(halt), Some(calls)) => calls.arm(halt),
+                    // `crash` is set whenever a crash event names a call.
+                    (Some(_), None) => {}
+                }
             }
         }
         world.handle.lock().advance(now);
@@ -581,12 +613,7 @@ async fn run_inner(
             match futures::FutureExt::now_or_never(autoscaler.run_once()) {
                 Some(result) => Some(result.map_err(|e| SimulateError::Loop(e.to_string()))?),
                 None if calls.halted() => {
-                    autoscaler = start_autoscaler()?;
-                    calls.restarted();
-                    timeline.push(now, "autoscalerRestarted", json!({}));
-                    // The new process's first loop: a scan interval later, as before the crash
-                    // of a loop that failed.
-                    schedule.iteration_finished(now, IterationOutcome::Failed);
+                    restart(&mut autoscaler, &mut schedule, &mut timeline, now)?;
                     None
                 }
                 None => return Err(SimulateError::Loop("the control loop waited on the in-memory cluster".into())),

@@ -27,10 +27,26 @@
 //! - {at: 13h, delete: {kind: Job, namespace: batch, name: report}}
 //! - {at: 2h, fault: {group: compute, type: failIncreaseSize, times: 2}}
 //! - {at: 0s, annotateNode: {node: general-1, annotations: {cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"}}}
+//! - {at: 3h, crash: {}}
+//! - {at: 9h, crash: {after: EvictPod}}
 //! ```
 //!
 //! Fault types: `failIncreaseSize` (`times`, default always), `partialFulfilment` (`ratio` or
 //! `count`), `neverRegister` (`count`), `failDeleteNodes` (`times`), `stockOut` (`for`), `clear`.
+//!
+//! `crash` kills the autoscaler process, as a SIGKILL or an OOM kill would: its memory (scale-up
+//! requests, deletions in flight, unneeded-since times, backoffs, pod autoscaler history) is
+//! gone, and a fresh process starts on the same cluster and cloud, its first loop a scan interval
+//! later. What the dead process did stays done: taints, cordons, evictions, target sizes. The
+//! fresh process cleans up as upstream's does (the `ToBeDeleted` taints at its first loop; the
+//! nodes the dead one asked for count as upcoming). `crash: {}` kills it at `at`, between two
+//! loops; `crash: {before: CALL}` or `{after: CALL}` at the first such call it makes from `at`
+//! on, before the call reaches the cloud or the API server or after it took effect (if none
+//! comes, it lives on; a later crash event replaces one not reached). `CALL` is one of
+//! `NodeGroupIncreaseSize`, `NodeGroupAtomicIncreaseSize`, `NodeGroupDeleteNodes`,
+//! `NodeGroupForceDeleteNodes`, `NodeGroupDecreaseTargetSize`, `Taint DeletionCandidate`,
+//! `Untaint DeletionCandidate`, `Taint ToBeDeleted`, `Untaint ToBeDeleted`, `TaintNode`,
+//! `UntaintNode`, `EvictPod`. The timeline shows `autoscalerRestarted` where it happened.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -45,6 +61,7 @@ use cloudprovider::yaml::{FileError, line_of, normalize_quantities};
 use cloudprovider_memory::file::{self as memory_file, GroupFileSpec, RawGroup};
 
 use super::world::{self, WorldError};
+use crate::core::counting::{ACTUATION_CALLS, Halt};
 
 /// A problem in a scenario file: file, line, field and message.
 pub type ScenarioError = FileError;
@@ -88,6 +105,7 @@ struct RawEvent {
     delete: Option<Spanned<RawObjectRef>>,
     fault: Option<Spanned<RawFault>>,
     annotate_node: Option<Spanned<RawAnnotate>>,
+    crash: Option<Spanned<RawCrash>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,6 +158,13 @@ struct RawAnnotate {
     annotations: BTreeMap<String, String>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawCrash {
+    before: Option<String>,
+    after: Option<String>,
+}
+
 fn default_namespace() -> String {
     "default".into()
 }
@@ -159,6 +184,29 @@ pub enum Fault {
     FailDeleteNodes { times: Option<usize> },
     StockOut { duration: Duration },
     Clear,
+}
+
+/// When a crash event kills the autoscaler process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crash {
+    /// At the event's time, between two loops.
+    Now,
+    /// At the first call of this name (one of [`ACTUATION_CALLS`]) from the event's time on,
+    /// before it reaches the cloud or the API server.
+    Before(&'static str),
+    /// The same, after the call took effect and before its answer is read.
+    After(&'static str),
+}
+
+impl Crash {
+    /// Where [`Calls`](crate::core::counting::Calls) stops the process; `None` for [`Crash::Now`].
+    pub fn halt(self) -> Option<Halt> {
+        match self {
+            Crash::Now => None,
+            Crash::Before(call) => Some(Halt::BeforeNext(call)),
+            Crash::After(call) => Some(Halt::AfterNext(call)),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -183,6 +231,8 @@ pub enum Action {
         node: String,
         annotations: BTreeMap<String, String>,
     },
+    /// The autoscaler process is killed; a fresh one takes over.
+    Crash(Crash),
 }
 
 #[derive(Clone, Debug)]
@@ -236,6 +286,7 @@ const SPANNED: &[&str] = &[
     "delete",
     "fault",
     "annotateNode",
+    "crash",
 ];
 
 fn line<T>(s: &Spanned<T>) -> Option<u64> {
@@ -395,11 +446,26 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
             let a = a.value;
             actions.push(Action::AnnotateNode { node: a.node, annotations: a.annotations });
         }
+        if let Some(c) = e.crash {
+            let l = line(&c);
+            let call = |f: &str, name: &str| {
+                ACTUATION_CALLS.iter().copied().find(|c| *c == name).ok_or_else(|| {
+                    ctx.err(field(f), l, format!("unknown call {name:?} (one of: {})", ACTUATION_CALLS.join(", ")))
+                })
+            };
+            let crash = match (c.value.before, c.value.after) {
+                (None, None) => Crash::Now,
+                (Some(name), None) => Crash::Before(call("crash.before", &name)?),
+                (None, Some(name)) => Crash::After(call("crash.after", &name)?),
+                (Some(_), Some(_)) => return Err(ctx.err(field("crash"), l, "before or after a call, not both")),
+            };
+            actions.push(Action::Crash(crash));
+        }
         if actions.len() != 1 {
             return Err(ctx.err(
                 format!("events[{i}]"),
                 line(&e.at),
-                "each event needs exactly one of scale, ramp, create, delete, fault, annotateNode",
+                "each event needs exactly one of scale, ramp, create, delete, fault, annotateNode, crash",
             ));
         }
         let place = match line(&e.at) {
@@ -520,6 +586,42 @@ mod tests {
     fn events_after_the_end_are_an_error() {
         let text = format!("{MINIMAL}events:\n- at: 2h\n  scale: {{kind: Deployment, name: web, replicas: 3}}\n");
         assert_eq!(parse(&text, "s.yaml").unwrap_err().field, "events[0].at");
+    }
+
+    #[test]
+    fn crash_events_kill_now_or_at_a_named_call() {
+        let text = format!(
+            "{MINIMAL}events:\n- {{at: 10m, crash: {{}}}}\n- {{at: 20m, crash: {{before: EvictPod}}}}\n- {{at: 30m, crash: {{after: Taint ToBeDeleted}}}}\n"
+        );
+        let crashes: Vec<Crash> = parse(&text, "s.yaml")
+            .unwrap()
+            .events
+            .iter()
+            .map(|e| match e.action {
+                Action::Crash(c) => c,
+                ref other => panic!("not a crash: {other:?}"),
+            })
+            .collect();
+        assert_eq!(crashes, [Crash::Now, Crash::Before("EvictPod"), Crash::After("Taint ToBeDeleted")]);
+        assert_eq!(
+            crashes.iter().map(|c| c.halt()).collect::<Vec<_>>(),
+            [None, Some(Halt::BeforeNext("EvictPod")), Some(Halt::AfterNext("Taint ToBeDeleted"))]
+        );
+    }
+
+    #[test]
+    fn a_bad_crash_event_names_field_and_line() {
+        for (crash, field) in [
+            ("{before: Evict}", "events[0].crash.before"),
+            ("{after: refresh}", "events[0].crash.after"),
+            ("{before: EvictPod, after: EvictPod}", "events[0].crash"),
+        ] {
+            let err = parse(&format!("{MINIMAL}events:\n- at: 10m\n  crash: {crash}\n"), "s.yaml").unwrap_err();
+            assert_eq!((err.field.as_str(), err.line), (field, Some(9)), "{crash}: {err}");
+        }
+        // A crash alongside another change is refused as any two changes in one event.
+        let text = format!("{MINIMAL}events:\n- at: 10m\n  crash: {{}}\n  delete: {{kind: Job, name: j}}\n");
+        assert_eq!(parse(&text, "s.yaml").unwrap_err().field, "events[0]");
     }
 
     #[test]

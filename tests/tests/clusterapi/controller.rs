@@ -11,8 +11,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use serde_json::{Value, json};
 use tests::controller::{Controller, controller_binary, free_port, http_get};
-use tests::eventually;
 use tests::fake_apiserver::{FakeApiServer, RequestRecord};
+use tests::{bind, eventually};
 
 use super::fixtures::*;
 

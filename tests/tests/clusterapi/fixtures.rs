@@ -195,11 +195,6 @@ pub fn pending_pod(name: &str, cpu: &str) -> Pod {
     }
 }
 
-/// Binds a pod to a node, as the scheduler and the kubelet would (also compiled into tests
-/// that do not bind pods).
-#[allow(unused_imports)]
-pub use tests::controller::bind;
-
 /// What becomes of the Machines a MachineSet creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {

@@ -25,16 +25,13 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
+use tests::private_iaas::{Process, example_binary, workdir};
 
 use super::helm::{rendered_args, template, values};
 use super::{
     CLOUD_CONFIG_MOUNT, MANIFEST_DIR, NON_ROOT_UID, autoscaler_container, kustomization_resources, matches_labels,
     parse_flags, pod_labels, pod_spec, read, repo_root, strict, yaml_documents, yaml_value,
 };
-
-#[path = "../private_iaas/fixture.rs"]
-#[allow(dead_code)]
-mod fixture;
 
 const OVERLAY_DIR: &str = "deploy/externalgrpc";
 const KUSTOMIZATION: &str = "deploy/externalgrpc/kustomization.yaml";
@@ -853,7 +850,7 @@ fn host_cloud_config(config: &Value, address: &str, files: &PodFiles) -> String 
 #[test]
 fn the_overlays_provider_serves_the_autoscaler_over_mutual_tls_with_the_documented_secrets() {
     let built = build_overlay();
-    let dir = fixture::workdir("deploy-externalgrpc");
+    let dir = workdir("deploy-externalgrpc");
     let (_, config) = autoscaler_cloud_config(&built);
     let host = config["address"].as_str().unwrap().rsplit_once(':').unwrap().0.to_string();
     // The server's certificate names the Service (as documented) and the loopback address the
@@ -869,7 +866,7 @@ fn the_overlays_provider_serves_the_autoscaler_over_mutual_tls_with_the_document
         "--config".into(),
         repo_root().join(EXAMPLE_IAAS).display().to_string(),
     ];
-    let iaas = fixture::Process::start(&fixture::example_binary("iaas-api"), &iaas_args, &[], &dir, "iaas-api");
+    let iaas = Process::start(&example_binary("iaas-api"), &iaas_args, &[], &dir, "iaas-api");
     let provider = named(&built.deployments, PROVIDER);
     let container = only_container(provider);
     let flags = flag_map(container.args.as_deref().unwrap_or_default());
@@ -890,13 +887,8 @@ fn the_overlays_provider_serves_the_autoscaler_over_mutual_tls_with_the_document
     for arg in args.iter_mut().filter(|a| a.starts_with("--listen=")) {
         *arg = "--listen=127.0.0.1:0".into();
     }
-    let server = fixture::Process::start(
-        &fixture::example_binary("private-iaas-grpc"),
-        &args,
-        &[("RUST_LOG", "info")],
-        &dir,
-        "private-iaas-grpc",
-    );
+    let server =
+        Process::start(&example_binary("private-iaas-grpc"), &args, &[("RUST_LOG", "info")], &dir, "private-iaas-grpc");
 
     // The autoscaler's provider from the overlay's cloud-config and mounts lists the pools.
     let autoscaler = named(&built.deployments, AUTOSCALER);

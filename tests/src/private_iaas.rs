@@ -1,8 +1,12 @@
-//! The private-IaaS example as real processes, for the end-to-end tests in `private_iaas.rs`:
-//! its binaries built by cargo ([`example_binary`]), started on free ports with their address
-//! read from their first line ([`Process`]), the IaaS API's admin and `/v1` calls ([`Iaas`]),
-//! test certificates for mutual TLS ([`pki`]), and what the kubelet and the scheduler do to
-//! Nodes and Pods.
+//! The private-IaaS example as real processes, for the end-to-end tests in `private_iaas.rs`
+//! and `controller_restarts.rs`: a [`Cluster`] (the fake API server, the IaaS API process, the
+//! example's gRPC server and the autoscaler binaries started against them), the binaries built
+//! by cargo ([`example_binary`]), started on free ports with their address read from their
+//! first line ([`Process`]), the IaaS API's admin and `/v1` calls ([`Iaas`]), test certificates
+//! for mutual TLS ([`pki`]), and what the kubelet and the scheduler do to Nodes and Pods.
+//!
+//! The IaaS holds the cloud's state (VMs and so target sizes) outside the autoscaler process,
+//! as a real cloud does: an autoscaler killed and started again finds what the dead one made.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -19,15 +23,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
-use tests::EVENTUALLY_TIMEOUT;
-use tests::fake_apiserver::FakeApiServer;
 
-/// The target directory's profile folder (`target/debug`), from the test executable's path
-/// (`target/debug/deps/<test>-<hash>`), as `tests::controller` finds it.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    exe.parent().and_then(Path::parent).expect("tests run from <target>/<profile>/deps").to_path_buf()
-}
+use crate::EVENTUALLY_TIMEOUT;
+use crate::controller::{controller_binary, free_port};
+use crate::fake_apiserver::FakeApiServer;
+use crate::{bind, eventually};
 
 /// A binary of the `private-iaas` crate (`iaas-api`, `private-iaas-grpc`,
 /// `private-iaas-autoscaler`). The three are built once per test process (debug profile,
@@ -35,12 +35,12 @@ fn profile_dir() -> PathBuf {
 pub fn example_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let debug = BUILT.get_or_init(|| {
-        let profile = profile_dir();
+        let profile = crate::controller::profile_dir();
         let target_dir = profile.parent().expect("a target directory").to_path_buf();
         let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into()))
             .args(["build", "--locked", "-p", "private-iaas", "--bins"])
             .env("CARGO_TARGET_DIR", &target_dir)
-            .current_dir(tests::package_dir())
+            .current_dir(crate::package_dir())
             .output()
             .expect("running cargo build for the private-iaas binaries");
         assert!(output.status.success(), "building private-iaas failed:\n{}", String::from_utf8_lossy(&output.stderr));
@@ -162,22 +162,12 @@ fn http(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {
     let raw = String::from_utf8_lossy(&raw).to_string();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("not an HTTP answer: {raw:?}"));
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("a status code");
-    let body =
-        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.into() };
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        crate::controller::dechunk(body)
+    } else {
+        body.into()
+    };
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 /// The stand-in IaaS's configuration: one flavor, one pool; VMs build until the test settles
@@ -347,12 +337,9 @@ pub fn pending_pod(name: &str, millis: u32) -> Pod {
             }],
             ..Default::default()
         }),
-        status: Some(tests::unschedulable_status(None)),
+        status: Some(crate::unschedulable_status(None)),
     }
 }
-
-/// What the scheduler and the kubelet do to a pod placed on `node`.
-pub use tests::controller::bind;
 
 pub fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
     let mut pod = pending_pod(name, millis);
@@ -386,10 +373,185 @@ pub fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
     events(server, "ConfigMap", STATUS_CONFIG_MAP)
 }
 
-#[allow(unused_imports)]
-pub use tests::controller::has_taint;
+pub use crate::controller::has_taint;
 
 /// How many lines of `log` contain every one of `parts`.
 pub fn lines_with(log: &str, parts: &[&str]) -> usize {
     log.lines().filter(|line| parts.iter().all(|p| line.contains(p))).count()
+}
+
+pub const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
+pub const LOG_FILTER: &str = "info,autoscaler=debug,cloudprovider_externalgrpc=debug,private_iaas=debug";
+
+/// The fake API server, the IaaS API process and the files the processes read.
+pub struct Cluster {
+    pub server: FakeApiServer,
+    pub dir: PathBuf,
+    pub iaas: Iaas,
+    /// The provider's cloud-config (for `private-iaas-grpc`, or the in-process provider).
+    pub provider_config: PathBuf,
+}
+
+/// How the autoscaler reaches the gRPC server.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Tls {
+    Plaintext,
+    Mutual,
+}
+
+/// The files stay for a failed test (its logs are printed too); a passing one leaves nothing.
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Cluster {
+    pub async fn start(test: &str) -> Cluster {
+        let server = FakeApiServer::start().await;
+        let dir = workdir(test);
+        write(&dir, "kubeconfig", &server.kubeconfig_yaml());
+        let iaas_dir = dir.clone();
+        // Builds the example's binaries on first use: off the async workers.
+        let iaas = tokio::task::spawn_blocking(move || Iaas::start(&iaas_dir)).await.expect("starting iaas-api");
+        let provider_config = write(&dir, "provider.yaml", &provider_config(&iaas.url));
+        Cluster { server, dir, iaas, provider_config }
+    }
+
+    /// `private-iaas-grpc` on `listen` (`127.0.0.1:0` for a free port), its log appended to
+    /// `private-iaas-grpc.log` across restarts.
+    pub fn grpc_server(&self, listen: &str, tls: Tls) -> Process {
+        let file = |name: &str| self.dir.join(name).display().to_string();
+        let mut args = vec!["--listen".to_string(), listen.to_string(), "--cloud-config".into(), file("provider.yaml")];
+        if tls == Tls::Mutual {
+            pki(&self.dir);
+            args.extend(
+                ["--cert", &file("server.crt"), "--key", &file("server.key"), "--cacert", &file("ca.crt")]
+                    .map(String::from),
+            );
+        }
+        Process::start(&example_binary("private-iaas-grpc"), &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "grpc")
+    }
+
+    /// Upstream's externalgrpc cloud-config for `address`.
+    pub fn externalgrpc_config(&self, address: &str, grpc_timeout: &str, tls: Tls) -> PathBuf {
+        let mut text = format!("address: {address}\ngrpc_timeout: {grpc_timeout}\n");
+        if tls == Tls::Mutual {
+            let file = |name: &str| self.dir.join(name).display().to_string();
+            text.push_str(&format!(
+                "cert: {}\nkey: {}\ncacert: {}\n",
+                file("client.crt"),
+                file("client.key"),
+                file("ca.crt")
+            ));
+        }
+        write(&self.dir, "externalgrpc.yaml", &text)
+    }
+
+    /// The flags of a quick controller: one-second loops, scale-down of an empty node after a
+    /// second, no delays after scale-up or tainting, no leader election.
+    pub fn flags(&self, provider: &str, cloud_config: &Path, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            format!("--kubeconfig={}", self.dir.join("kubeconfig").display()),
+            format!("--cloud-provider={provider}"),
+            format!("--cloud-config={}", cloud_config.display()),
+            format!("--address=127.0.0.1:{}", free_port()),
+            "--scan-interval=1s".into(),
+            "--scale-down-unneeded-time=1s".into(),
+            "--scale-down-delay-after-add=0s".into(),
+            "--node-delete-delay-after-taint=0s".into(),
+            "--leader-elect=false".into(),
+            "--kube-client-qps=-1".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
+
+    /// Our `cluster-autoscaler` with `--cloud-provider=externalgrpc`.
+    pub fn externalgrpc_autoscaler(&self, cloud_config: &Path, extra: &[&str]) -> Process {
+        let args = self.flags("externalgrpc", cloud_config, extra);
+        Process::run(controller_binary(), &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "cluster-autoscaler")
+    }
+
+    /// The example's own binary: our controller with the provider linked in.
+    pub fn in_process_autoscaler(&self, extra: &[&str]) -> Process {
+        let args = self.flags("private-iaas", &self.provider_config, extra);
+        let binary = example_binary("private-iaas-autoscaler");
+        Process::run(&binary, &args, &[("RUST_LOG", LOG_FILTER)], &self.dir, "private-iaas-autoscaler")
+    }
+
+    /// The kubelet of `vm` registers its Node; returns the Node's name.
+    pub fn register(&self, vm: &Value) -> String {
+        let node = self.server.seed(&node_of(vm));
+        node.metadata.name.expect("a node name")
+    }
+
+    /// A VM someone made before, up, with a Node and a pod (3 of its 4 cpus, no controller):
+    /// nothing may remove it. Returns (VM id, Node name).
+    pub async fn keeper(&self) -> (String, String) {
+        let vm = self.iaas.create_vm().await;
+        self.iaas.settle().await;
+        let node = self.register(&vm);
+        self.server.seed(&running_pod("keeper", 3000, &node));
+        (vm["id"].as_str().expect("a VM id").to_string(), node)
+    }
+
+    /// The one VM not in `known`, once it exists.
+    pub async fn new_vm(&self, known: &[&str]) -> Value {
+        eventually(&format!("a VM besides {known:?}"), || async {
+            self.iaas.vms().await.into_iter().find(|vm| !known.contains(&vm["id"].as_str().unwrap_or_default()))
+        })
+        .await
+    }
+
+    /// The VM boots, its kubelet registers, the scheduler binds `pod` there. Returns the Node.
+    pub async fn boot_and_bind(&self, vm: &Value, pod: &str) -> String {
+        let settled = self.iaas.settle().await;
+        assert!(settled["active"].as_array().is_some_and(|ids| ids.contains(&vm["id"])), "{settled}");
+        let node = self.register(vm);
+        self.server.modify::<Pod>(Some("default"), pod, |p| bind(p, &node)).expect("the pod to bind");
+        node
+    }
+
+    /// The keeper's VM is up, its Node there and not marked for deletion.
+    pub async fn assert_keeper_kept(&self, (vm, node): &(String, String)) {
+        let vms = self.iaas.vms().await;
+        let kept = vms.iter().find(|v| v["id"] == vm.as_str());
+        assert_eq!(kept.map(|v| v["state"].clone()), Some(json!("active")), "the keeper's VM: {vms:?}");
+        assert!(node_names(&self.server).contains(node), "the keeper's Node is gone");
+        assert!(!has_taint(&self.server, node, TO_BE_DELETED), "the keeper's Node is marked for deletion");
+        assert!(self.server.get::<Pod>(Some("default"), "keeper").is_some());
+    }
+
+    /// Events on the status ConfigMap with this reason whose message contains `part`.
+    pub fn status_event(&self, reason: &str, part: &str) -> Option<String> {
+        status_events(&self.server).into_iter().find(|(r, m)| r == reason && m.contains(part)).map(|(_, m)| m)
+    }
+
+    pub fn pod_event(&self, pod: &str, reason: &str, part: &str) -> Option<String> {
+        events(&self.server, "Pod", pod).into_iter().find(|(r, m)| r == reason && m.contains(part)).map(|(_, m)| m)
+    }
+
+    /// The `time` of the status ConfigMap: it changes once per loop.
+    pub fn status_time(&self) -> Option<String> {
+        let status: Value = serde_saphyr::from_str(&status_text(&self.server)?).ok()?;
+        status["time"].as_str().map(str::to_string)
+    }
+
+    /// Waits for `loops` more statuses: an autoscaler that wrote so many ran as many loops
+    /// (each decided and acted on what it saw).
+    pub async fn loops(&self, loops: usize) {
+        for _ in 0..loops {
+            let before = self.status_time();
+            eventually("another loop's status", || async { (self.status_time() != before).then_some(()) }).await;
+        }
+    }
+
+    /// The status ConfigMap's entry for the pool's node group.
+    pub fn group_status(&self) -> Option<Value> {
+        let status: Value = serde_saphyr::from_str(&status_text(&self.server)?).ok()?;
+        status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == POOL).cloned()
+    }
 }
