@@ -141,6 +141,12 @@ impl ClusterSnapshot {
         &self.namespace_labels
     }
 
+    /// Room for `additional` more pods, so that building a snapshot of a large cluster does
+    /// not rehash its pod index again and again.
+    pub fn reserve_pods(&mut self, additional: usize) {
+        self.pod_location.reserve(additional);
+    }
+
     // ----- reads -----
 
     pub fn node_count(&self) -> usize {
@@ -316,14 +322,18 @@ impl ClusterSnapshot {
 
     /// Places a pod on a node. No predicate is checked here: callers decide that.
     pub fn add_pod(&mut self, pod: Arc<PodInfo>, node: NodeId) -> Result<(), SnapshotError> {
-        if self.pod_location.contains_key(&pod.key) {
-            return Err(SnapshotError::DuplicatePod(pod.key.to_string()));
-        }
+        // One hash of the key for the check and the insertion: a snapshot is built pod by pod.
+        let location = match self.pod_location.entry(pod.key.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                return Err(SnapshotError::DuplicatePod(pod.key.to_string()));
+            }
+            std::collections::hash_map::Entry::Vacant(v) => v,
+        };
         let Some(info) = self.nodes.get_mut(node.index()).and_then(Option::as_mut) else {
             return Err(SnapshotError::NodeNotFound(format!("#{}", node.0)));
         };
         info.push_pod(pod.clone());
-        self.pod_location.insert(pod.key.clone(), node);
+        location.insert(node);
         let info = self.nodes[node.index()].as_ref().expect("live node");
         self.index.pod_added(&pod, node, info, &self.namespace_labels);
         self.record(Undo::PodAdded { node });

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use expander::Expander;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use simulator::drainability::{Controllers, PdbTracker};
 use simulator::well_known::POD_SCALE_UP_DELAY;
 use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
@@ -139,10 +139,19 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
 
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
-    let node_names: FxHashSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+    // Each node name's slot in `scheduled`: a pod bound to a node goes to its node's list in
+    // the one lookup that checks the node exists (one hash of the name per pod, not two).
+    let mut node_slots: FxHashMap<&str, usize> =
+        FxHashMap::with_capacity_and_hasher(view.nodes.len(), Default::default());
+    for name in view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()) {
+        let next = node_slots.len();
+        node_slots.entry(name).or_insert(next);
+    }
 
     // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
-    let mut scheduled: Vec<Arc<PodInfo>> = Vec::new();
+    // The scheduled pods of each node (by slot), in the view's order.
+    let mut scheduled: Vec<Vec<Arc<PodInfo>>> = vec![Vec::new(); node_slots.len()];
+    let mut scheduled_count = 0;
     let mut pending: Vec<Arc<PodInfo>> = Vec::new();
     // Pending pods the scheduler nominated to an existing node: they wait there for preemption.
     let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
@@ -155,7 +164,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         pending_count += usize::from(marked);
         unprocessed_count += usize::from(bypassed);
         let unschedulable = marked || bypassed;
-        let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| node_names.contains(n));
+        let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| node_slots.get(n));
         if bound_to.is_none() && !unschedulable {
             continue;
         }
@@ -176,9 +185,10 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             .status
             .as_ref()
             .and_then(|s| s.nominated_node_name.as_deref())
-            .filter(|n| !n.is_empty() && node_names.contains(n));
-        if bound_to.is_some() {
-            scheduled.push(info);
+            .filter(|n| !n.is_empty() && node_slots.contains_key(n));
+        if let Some(&slot) = bound_to {
+            scheduled[slot].push(info);
+            scheduled_count += 1;
         } else if let Some(node) = nominated_to {
             // Upstream ignores such pods for scale-up and counts them on the nominated node as
             // if the preemption were done.
@@ -198,14 +208,18 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
     }
     let mut pods_by_node: FxHashMap<&str, Vec<Arc<PodInfo>>> =
-        FxHashMap::with_capacity_and_hasher(view.nodes.len(), Default::default());
-    for p in &scheduled {
-        pods_by_node.entry(p.node_name().unwrap_or("")).or_default().push(p.clone());
+        FxHashMap::with_capacity_and_hasher(node_slots.len(), Default::default());
+    for (name, slot) in node_slots {
+        let pods = std::mem::take(&mut scheduled[slot]);
+        if !pods.is_empty() {
+            pods_by_node.insert(name, pods);
+        }
     }
 
     // The snapshot: registered nodes (minus managed nodes still starting, which count as
     // upcoming) with their pods, then template copies for upcoming nodes.
     let mut snapshot = ClusterSnapshot::new();
+    snapshot.reserve_pods(scheduled_count + nominated.len());
     snapshot.set_namespaces(view.namespaces.iter().map(|n| &**n));
     if let Some(volumes) = view.volume_index(options.csi_node_aware_scheduling) {
         snapshot.set_volumes(volumes);

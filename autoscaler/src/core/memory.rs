@@ -52,11 +52,22 @@ impl LoopMemory {
 ///
 /// The key is the pod's address; the entry holds the pod (inside the `PodInfo`), so the address
 /// cannot be reused while the entry lives, and a hit is checked with `Arc::ptr_eq` besides.
-/// Each decision keeps only the entries of the pods it saw (`PodInfoCache::next_generation`).
+/// Each decision keeps only the entries of the pods it saw: an entry is stamped with the
+/// decision that last used it, and [`PodInfoGeneration::finish`] drops the others. One table,
+/// one lookup per pod: a decision reads every pod of the cluster, so moving entries from one
+/// table to the next was a large share of it.
 /// Behind a mutex because the decision reads the loop's memory through a shared reference.
 #[derive(Default)]
 pub struct PodInfoCache {
-    infos: Mutex<FxHashMap<usize, Arc<PodInfo>>>,
+    infos: Mutex<PodInfoTable>,
+}
+
+#[derive(Default)]
+struct PodInfoTable {
+    /// Pod address → (the decision that last used the entry, its `PodInfo`).
+    entries: FxHashMap<usize, (u64, Arc<PodInfo>)>,
+    /// The number of the last decision.
+    generation: u64,
 }
 
 impl Clone for PodInfoCache {
@@ -68,26 +79,25 @@ impl Clone for PodInfoCache {
 
 impl std::fmt::Debug for PodInfoCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let len = self.infos.lock().map_or(0, |m| m.len());
+        let len = self.infos.lock().map_or(0, |m| m.entries.len());
         write!(f, "PodInfoCache({len} pods)")
     }
 }
 
 impl PodInfoCache {
-    /// Starts a decision's use of the cache: the previous decision's entries to reuse, and
-    /// the new generation, which [`PodInfoGeneration::finish`] stores back.
+    /// Starts a decision's use of the cache; [`PodInfoGeneration::finish`] ends it.
     pub fn next_generation(&self) -> PodInfoGeneration<'_> {
-        let previous = std::mem::take(&mut *self.infos.lock().unwrap_or_else(|e| e.into_inner()));
-        let current = FxHashMap::with_capacity_and_hasher(previous.len(), Default::default());
-        PodInfoGeneration { cache: self, previous, current }
+        let mut table = self.infos.lock().unwrap_or_else(|e| e.into_inner());
+        table.generation += 1;
+        PodInfoGeneration { table, used: 0 }
     }
 }
 
 /// One decision's `PodInfo`s: those reused from the previous decision and those built now.
 pub struct PodInfoGeneration<'a> {
-    cache: &'a PodInfoCache,
-    previous: FxHashMap<usize, Arc<PodInfo>>,
-    current: FxHashMap<usize, Arc<PodInfo>>,
+    table: std::sync::MutexGuard<'a, PodInfoTable>,
+    /// Entries stamped with this decision so far.
+    used: usize,
 }
 
 impl PodInfoGeneration<'_> {
@@ -95,19 +105,34 @@ impl PodInfoGeneration<'_> {
     /// a new one.
     pub fn get(&mut self, pod: &Arc<Pod>) -> Arc<PodInfo> {
         let key = Arc::as_ptr(pod) as usize;
-        if let Some(info) = self.current.get(&key) {
-            return info.clone();
+        let table = &mut *self.table;
+        let generation = table.generation;
+        match table.entries.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let (stamp, info) = e.get_mut();
+                if !Arc::ptr_eq(&info.pod, pod) {
+                    // Unreachable while the entry holds the pod; kept as the check of a memo.
+                    *info = Arc::new(PodInfo::new(pod.clone()));
+                }
+                if *stamp != generation {
+                    *stamp = generation;
+                    self.used += 1;
+                }
+                info.clone()
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                self.used += 1;
+                e.insert((generation, Arc::new(PodInfo::new(pod.clone())))).1.clone()
+            }
         }
-        let info = match self.previous.remove(&key) {
-            Some(info) if Arc::ptr_eq(&info.pod, pod) => info,
-            _ => Arc::new(PodInfo::new(pod.clone())),
-        };
-        self.current.insert(key, info.clone());
-        info
     }
 
     /// Keeps this decision's entries for the next one (the others are dropped).
-    pub fn finish(self) {
-        *self.cache.infos.lock().unwrap_or_else(|e| e.into_inner()) = self.current;
+    pub fn finish(mut self) {
+        let table = &mut *self.table;
+        if self.used != table.entries.len() {
+            let generation = table.generation;
+            table.entries.retain(|_, (stamp, _)| *stamp == generation);
+        }
     }
 }

@@ -155,7 +155,7 @@ impl MemoryCluster {
                 return Err(PortError::Api(format!("{other} {key}: no scale subresource in the in-memory cluster")));
             }
         }
-        self.mark_pdbs_of_namespace(&target.namespace);
+        self.mark_pdbs_of_workload(&target.kind, &ObjectKey::new(&target.namespace, &target.name));
         Ok(())
     }
 

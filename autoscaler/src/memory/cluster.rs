@@ -1,7 +1,7 @@
 //! `MemoryCluster`: the object store, the fake controllers and the virtual-time driver entry
 //! point (`advance`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use cloudprovider_memory::{MemoryCloudProvider, SharedTime};
@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::FxHashMap as HashMap;
 use simulator::labels::{Labels, Selector};
 use simulator::{NodeInfo, PodInfo, Resources};
 
@@ -78,6 +79,8 @@ pub struct MemoryCluster {
     pub(super) nodes: Kind<Node>,
     /// Node name → the node without pods, for DaemonSet placement checks.
     pub(super) node_infos: BTreeMap<String, Arc<NodeInfo>>,
+    // The indexes below are looked up for every pod, every step: a fast hash (the keys are
+    // the cluster's own names; no map here is iterated where its order could show).
     pub(super) nodes_by_provider_id: HashMap<String, String>,
     pub(super) pods: Kind<Pod>,
     pub(super) pod_infos: HashMap<ObjectKey, Arc<PodInfo>>,
@@ -137,13 +140,13 @@ impl MemoryCluster {
             cloud,
             nodes: Kind::default(),
             node_infos: BTreeMap::new(),
-            nodes_by_provider_id: HashMap::new(),
+            nodes_by_provider_id: HashMap::default(),
             pods: Kind::default(),
-            pod_infos: HashMap::new(),
-            pods_by_node: HashMap::new(),
-            pods_by_owner: HashMap::new(),
+            pod_infos: HashMap::default(),
+            pods_by_node: HashMap::default(),
+            pods_by_owner: HashMap::default(),
             unschedulable: BTreeSet::new(),
-            pods_by_label: HashMap::new(),
+            pods_by_label: HashMap::default(),
             deployments: Kind::default(),
             replicasets: Kind::default(),
             statefulsets: Kind::default(),
@@ -165,7 +168,7 @@ impl MemoryCluster {
             dirty_pdbs: BTreeSet::new(),
             pdb_selectors: BTreeMap::new(),
             scheduler: SchedulerState::default(),
-            pod_name_counters: HashMap::new(),
+            pod_name_counters: HashMap::default(),
             next_uid: 1,
             unschedulable_pods: Arc::new(UnschedulablePodSignal::new()),
         };
@@ -347,8 +350,8 @@ impl MemoryCluster {
 
     /// The pods the scheduler left unschedulable (`core::decide::is_unschedulable`), in
     /// namespace / name order.
-    pub fn unschedulable_pods_now(&self) -> impl Iterator<Item = &Arc<Pod>> {
-        self.unschedulable.iter().filter_map(|key| self.pods.get(key))
+    pub fn unschedulable_pods_now(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<Pod>)> {
+        self.unschedulable.iter().filter_map(|key| self.pods.get(key).map(|pod| (key, pod)))
     }
 
     /// The pods of a namespace that `selector` selects, in name order (as a scan of
@@ -414,6 +417,63 @@ impl MemoryCluster {
     pub(super) fn mark_pdbs_of_namespace(&mut self, namespace: &str) {
         let keys: Vec<ObjectKey> = self.pdbs.in_namespace(namespace).map(|(k, _)| k.clone()).collect();
         self.dirty_pdbs.extend(keys);
+    }
+
+    /// The PDBs that count a workload's replicas must look again (its replica count changed, or
+    /// it goes): those selecting one of its pods, the only ones whose expected count reads it
+    /// (`controllers::pdb`: a pod's controller, through a ReplicaSet to its Deployment, by
+    /// name). A workload without pods counts in no PDB; its pods, once created, mark the PDBs
+    /// selecting them. Marking every PDB of the namespace instead made each scale step cost
+    /// the pods of all of them: a day's steps grow with its workloads, so that was quadratic.
+    pub(super) fn mark_pdbs_of_workload(&mut self, kind: &str, key: &ObjectKey) {
+        const MAX_LABEL_SETS: usize = 16;
+        if self.pdbs.in_namespace(&key.namespace).next().is_none() {
+            return;
+        }
+        let uid_of = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| meta.uid.clone();
+        let owners: Vec<String> = match kind {
+            "Deployment" => self
+                .replicasets
+                .in_namespace(&key.namespace)
+                .filter(|(_, rs)| {
+                    rs.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.controller == Some(true) && o.kind == "Deployment" && o.name == key.name)
+                })
+                .filter_map(|(_, rs)| uid_of(&rs.metadata))
+                .collect(),
+            "ReplicaSet" => self.replicasets.get(key).and_then(|o| uid_of(&o.metadata)).into_iter().collect(),
+            "StatefulSet" => self.statefulsets.get(key).and_then(|o| uid_of(&o.metadata)).into_iter().collect(),
+            "ReplicationController" => {
+                self.replication_controllers.get(key).and_then(|o| uid_of(&o.metadata)).into_iter().collect()
+            }
+            _ => Vec::new(),
+        };
+        // The pods' distinct label sets (a workload's pods mostly share one: compared with the
+        // previous pod's first).
+        let mut label_sets: Vec<Option<Labels>> = Vec::new();
+        for pods in owners.iter().filter_map(|uid| self.pods_by_owner.get(uid)) {
+            for pod in pods.values() {
+                let labels = pod.metadata.labels.as_ref();
+                if label_sets.last().is_some_and(|l| l.as_ref() == labels)
+                    || label_sets.iter().any(|l| l.as_ref() == labels)
+                {
+                    continue;
+                }
+                if label_sets.len() == MAX_LABEL_SETS {
+                    // Pods labelled one by one (a StatefulSet's pod names): the namespace's
+                    // PDBs, a superset, cost less than comparing every pod with every other.
+                    self.mark_pdbs_of_namespace(&key.namespace);
+                    return;
+                }
+                label_sets.push(labels.cloned());
+            }
+        }
+        for labels in &label_sets {
+            self.mark_pdbs_selecting(&key.namespace, [labels.as_ref(), None]);
+        }
     }
 
     /// The PDBs selecting a pod with any of these label sets must look again.

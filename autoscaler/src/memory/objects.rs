@@ -226,7 +226,7 @@ impl MemoryCluster {
                 }
                 self.deployments.insert(key.clone(), d.into());
                 self.mark_dirty(Workload::Deployment(key.clone()));
-                self.mark_pdbs_of_namespace(&key.namespace);
+                self.mark_pdbs_of_workload("Deployment", &key);
                 Ok(key)
             }
             ClusterObject::ReplicaSet(mut rs) => {
@@ -241,7 +241,7 @@ impl MemoryCluster {
                 }
                 self.replicasets.insert(key.clone(), rs.into());
                 self.mark_dirty(Workload::ReplicaSet(key.clone()));
-                self.mark_pdbs_of_namespace(&key.namespace);
+                self.mark_pdbs_of_workload("ReplicaSet", &key);
                 Ok(key)
             }
             ClusterObject::StatefulSet(mut ss) => {
@@ -255,7 +255,7 @@ impl MemoryCluster {
                 }
                 self.statefulsets.insert(key.clone(), ss.into());
                 self.mark_dirty(Workload::StatefulSet(key.clone()));
-                self.mark_pdbs_of_namespace(&key.namespace);
+                self.mark_pdbs_of_workload("StatefulSet", &key);
                 Ok(key)
             }
             ClusterObject::Job(mut job) => {
@@ -294,7 +294,7 @@ impl MemoryCluster {
                 let existing = Self::existing_meta(&self.replication_controllers, &rc.metadata, true);
                 let key = self.admit_meta(&mut rc.metadata, "ReplicationController", true, existing)?;
                 self.replication_controllers.insert(key.clone(), rc.into());
-                self.mark_pdbs_of_namespace(&key.namespace);
+                self.mark_pdbs_of_workload("ReplicationController", &key);
                 Ok(key)
             }
             ClusterObject::PodDisruptionBudget(mut pdb) => {
@@ -401,14 +401,15 @@ impl MemoryCluster {
     /// their grace period); deleting a workload deletes what it owns (a Deployment its
     /// ReplicaSet, a controller its pods); deleting a Node removes its pods at once.
     pub fn delete(&mut self, kind: ObjectKind, key: &ObjectKey) -> bool {
-        if matches!(
-            kind,
-            ObjectKind::Deployment
-                | ObjectKind::ReplicaSet
-                | ObjectKind::StatefulSet
-                | ObjectKind::ReplicationController
-        ) {
-            self.mark_pdbs_of_namespace(&key.namespace);
+        let workload = match kind {
+            ObjectKind::Deployment => Some("Deployment"),
+            ObjectKind::ReplicaSet => Some("ReplicaSet"),
+            ObjectKind::StatefulSet => Some("StatefulSet"),
+            ObjectKind::ReplicationController => Some("ReplicationController"),
+            _ => None,
+        };
+        if let Some(workload) = workload {
+            self.mark_pdbs_of_workload(workload, key);
         }
         match kind {
             ObjectKind::Node => self.remove_node(&key.name).is_some(),

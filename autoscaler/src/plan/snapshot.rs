@@ -101,35 +101,53 @@ impl Seen {
 struct Fingerprint(u64, u64);
 
 impl Fingerprint {
+    /// One pass over the value feeding both hashers. A dump holds every pod of the cluster, so
+    /// this runs over each of them: the entries of a mapping are put in key order in a buffer
+    /// kept per depth and reused from one mapping to the next, not allocated for each.
     fn of(value: &Value) -> Fingerprint {
         use std::hash::{Hash, Hasher};
-        fn feed(value: &Value, h: &mut impl Hasher) {
+        type Entries<'a> = Vec<(&'a String, &'a Value)>;
+        fn feed<'a>(
+            value: &'a Value,
+            h: &mut [std::collections::hash_map::DefaultHasher; 2],
+            scratch: &mut Vec<Entries<'a>>,
+            depth: usize,
+        ) {
+            let mut both = |x: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| h.iter_mut().for_each(x);
             match value {
-                Value::Null => 0u8.hash(h),
-                Value::Bool(b) => (1u8, b).hash(h),
-                Value::Number(n) => (2u8, n.to_string()).hash(h),
-                Value::String(s) => (3u8, s).hash(h),
+                Value::Null => both(&|h| 0u8.hash(h)),
+                Value::Bool(b) => both(&|h| (1u8, b).hash(h)),
+                Value::Number(n) => {
+                    let text = n.to_string();
+                    both(&|h| (2u8, &text).hash(h));
+                }
+                Value::String(s) => both(&|h| (3u8, s).hash(h)),
                 Value::Array(items) => {
-                    (4u8, items.len()).hash(h);
-                    items.iter().for_each(|item| feed(item, h));
+                    both(&|h| (4u8, items.len()).hash(h));
+                    items.iter().for_each(|item| feed(item, h, scratch, depth + 1));
                 }
                 Value::Object(map) => {
-                    (5u8, map.len()).hash(h);
-                    let mut entries: Vec<_> = map.iter().collect();
-                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    for (key, value) in entries {
-                        key.hash(h);
-                        feed(value, h);
+                    both(&|h| (5u8, map.len()).hash(h));
+                    if scratch.len() <= depth {
+                        scratch.resize_with(depth + 1, Vec::new);
                     }
+                    let mut entries = std::mem::take(&mut scratch[depth]);
+                    entries.clear();
+                    entries.extend(map.iter());
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    for (key, value) in &entries {
+                        h.iter_mut().for_each(|h| key.hash(h));
+                        feed(value, h, scratch, depth + 1);
+                    }
+                    scratch[depth] = entries;
                 }
             }
         }
-        let mut first = std::collections::hash_map::DefaultHasher::new();
-        let mut second = std::collections::hash_map::DefaultHasher::new();
-        0x5eed_u64.hash(&mut second);
-        feed(value, &mut first);
-        feed(value, &mut second);
-        Fingerprint(first.finish(), second.finish())
+        let mut hashers =
+            [std::collections::hash_map::DefaultHasher::new(), std::collections::hash_map::DefaultHasher::new()];
+        0x5eed_u64.hash(&mut hashers[1]);
+        feed(value, &mut hashers, &mut Vec::new(), 0);
+        Fingerprint(hashers[0].finish(), hashers[1].finish())
     }
 }
 

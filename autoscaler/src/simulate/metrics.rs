@@ -8,10 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use simulator::resources::{CPU, MEMORY, NVIDIA_GPU, Resources};
 
-use crate::memory::MemoryCluster;
+use crate::memory::{MemoryCluster, ObjectKey};
 
 /// One point of the charts.
 #[derive(Clone, Debug, Serialize)]
@@ -179,8 +180,10 @@ pub struct Metrics {
     groups: Vec<GroupInfo>,
     totals: BTreeMap<String, GroupTotals>,
     current_nodes: BTreeMap<String, usize>,
-    /// Pending pods: since when, and their workload.
-    pending_since: HashMap<String, (Timestamp, String)>,
+    /// Pending pods: since when, their workload, and the last step that saw them pending.
+    pending_since: FxHashMap<ObjectKey, PendingPod>,
+    /// Steps taken so far (what `PendingPod::seen` counts).
+    steps: u64,
     pending_durations: Vec<f64>,
     pending_by_workload: BTreeMap<String, (usize, f64)>,
     pending_peak: usize,
@@ -196,6 +199,14 @@ pub struct Metrics {
     efficiency_samples: usize,
 }
 
+/// A pod the scheduler left unschedulable, as the metrics track it.
+struct PendingPod {
+    since: Timestamp,
+    workload: String,
+    /// The last step (`Metrics::steps`) that saw it pending.
+    seen: u64,
+}
+
 fn seconds(a: Timestamp, b: Timestamp) -> f64 {
     b.duration_since(a).as_secs_f64().max(0.0)
 }
@@ -209,7 +220,8 @@ impl Metrics {
             groups,
             totals,
             current_nodes: BTreeMap::new(),
-            pending_since: HashMap::new(),
+            pending_since: FxHashMap::default(),
+            steps: 0,
             pending_durations: Vec::new(),
             pending_by_workload: BTreeMap::new(),
             pending_peak: 0,
@@ -262,23 +274,29 @@ impl Metrics {
         }
     }
 
+    /// Runs at every step, over every pending pod: it allocates only for a pod seen pending
+    /// for the first time (its key and workload), and looks for the pods no longer pending only
+    /// when fewer were seen than are tracked.
     fn track_pending(&mut self, now: Timestamp, cluster: &MemoryCluster) {
-        let mut seen: HashMap<String, ()> = HashMap::new();
-        for pod in cluster.unschedulable_pods_now() {
-            let key = format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or("default"),
-                pod.metadata.name.as_deref().unwrap_or("")
-            );
-            let created = pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0);
-            self.pending_since.entry(key.clone()).or_insert_with(|| (created, workload_of(pod)));
-            seen.insert(key, ());
+        self.steps += 1;
+        let step = self.steps;
+        let mut seen = 0;
+        for (key, pod) in cluster.unschedulable_pods_now() {
+            seen += 1;
+            if let Some(p) = self.pending_since.get_mut(key) {
+                p.seen = step;
+                continue;
+            }
+            let since = pod.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0);
+            self.pending_since.insert(key.clone(), PendingPod { since, workload: workload_of(pod), seen: step });
         }
         self.pending_peak = self.pending_peak.max(self.pending_since.len());
-        let done: Vec<String> = self.pending_since.keys().filter(|k| !seen.contains_key(*k)).cloned().collect();
-        for key in done {
-            let (since, workload) = self.pending_since.remove(&key).expect("listed");
-            self.waited(seconds(since, now), workload);
+        if seen == self.pending_since.len() {
+            return;
+        }
+        let done: Vec<PendingPod> = self.pending_since.extract_if(|_, p| p.seen != step).map(|(_, p)| p).collect();
+        for p in done {
+            self.waited(seconds(p.since, now), p.workload);
         }
     }
 
@@ -344,8 +362,9 @@ impl Metrics {
         if self.requested.insert(pod.to_string(), ()).is_some() {
             return;
         }
-        if let Some((since, _)) = self.pending_since.get(pod) {
-            self.requested_after.push(seconds(*since, now));
+        let key = pod.split_once('/').map(|(namespace, name)| ObjectKey::new(namespace, name));
+        if let Some(p) = key.and_then(|key| self.pending_since.get(&key)) {
+            self.requested_after.push(seconds(p.since, now));
         }
     }
 
@@ -365,7 +384,7 @@ impl Metrics {
     fn packing_efficiency(&self, cluster: &MemoryCluster) -> Option<f64> {
         let prefix = |g: &str| cloudprovider_memory::provider_id_prefix(g);
         let mut requests: BTreeMap<&str, Resources> = BTreeMap::new();
-        let mut node_group: HashMap<&str, &str> = HashMap::new();
+        let mut node_group: FxHashMap<&str, &str> = FxHashMap::default();
         let mut nodes = 0usize;
         for node in cluster.nodes() {
             let id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or("");
@@ -400,7 +419,8 @@ impl Metrics {
     pub fn finish(mut self, end: Timestamp, cluster: &MemoryCluster) -> MetricsSummary {
         let instances = self.current_nodes.clone();
         self.step(end, &instances, cluster);
-        let still_pending: Vec<(Timestamp, String)> = self.pending_since.drain().map(|(_, v)| v).collect();
+        let still_pending: Vec<(Timestamp, String)> =
+            self.pending_since.drain().map(|(_, p)| (p.since, p.workload)).collect();
         for (since, workload) in still_pending {
             self.waited(seconds(since, end), workload);
         }
