@@ -185,7 +185,9 @@ pub struct Metrics {
     /// Steps taken so far (what `PendingPod::seen` counts).
     steps: u64,
     pending_durations: Vec<f64>,
-    pending_by_workload: BTreeMap<String, (usize, f64)>,
+    /// Workload → pods that waited, and their waits added up exactly in nanoseconds: a sum of
+    /// floating-point seconds would depend on the order pods stop pending in.
+    pending_by_workload: BTreeMap<String, (usize, i128)>,
     pending_peak: usize,
     pod_autoscalers: Vec<PodAutoscalerSeries>,
     kept: BTreeMap<String, KeptNode>,
@@ -205,6 +207,12 @@ struct PendingPod {
     workload: String,
     /// The last step (`Metrics::steps`) that saw it pending.
     seen: u64,
+}
+
+/// Nanoseconds as seconds, the way `SignedDuration::as_secs_f64` converts (so a single wait
+/// reads as `seconds` gives it).
+fn nanos_as_seconds(nanos: i128) -> f64 {
+    (nanos / 1_000_000_000) as f64 + (nanos % 1_000_000_000) as f64 / 1e9
 }
 
 fn seconds(a: Timestamp, b: Timestamp) -> f64 {
@@ -296,15 +304,15 @@ impl Metrics {
         }
         let done: Vec<PendingPod> = self.pending_since.extract_if(|_, p| p.seen != step).map(|(_, p)| p).collect();
         for p in done {
-            self.waited(seconds(p.since, now), p.workload);
+            self.waited(p.since, now, p.workload);
         }
     }
 
-    fn waited(&mut self, seconds: f64, workload: String) {
-        self.pending_durations.push(seconds);
+    fn waited(&mut self, since: Timestamp, now: Timestamp, workload: String) {
+        self.pending_durations.push(seconds(since, now));
         let entry = self.pending_by_workload.entry(workload).or_default();
         entry.0 += 1;
-        entry.1 += seconds;
+        entry.1 = entry.1.saturating_add(now.duration_since(since).as_nanos().max(0));
     }
 
     /// A pod autoscaler's reading at a sync. `describe` gives the series' description the first
@@ -422,12 +430,16 @@ impl Metrics {
         let still_pending: Vec<(Timestamp, String)> =
             self.pending_since.drain().map(|(_, p)| (p.since, p.workload)).collect();
         for (since, workload) in still_pending {
-            self.waited(seconds(since, end), workload);
+            self.waited(since, end, workload);
         }
         let mut pending_by_workload: Vec<WorkloadPending> = self
             .pending_by_workload
             .iter()
-            .map(|(w, (pods, secs))| WorkloadPending { workload: w.clone(), pods: *pods, seconds: *secs })
+            .map(|(w, (pods, nanos))| WorkloadPending {
+                workload: w.clone(),
+                pods: *pods,
+                seconds: nanos_as_seconds(*nanos),
+            })
             .collect();
         pending_by_workload.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then_with(|| a.workload.cmp(&b.workload)));
         let mut kept_nodes: Vec<KeptNode> = self.kept.values().filter(|k| k.hours > 0.0).cloned().collect();
@@ -515,5 +527,23 @@ mod tests {
         let d = Distribution::of((1..=100).map(f64::from).collect());
         assert_eq!((d.count, d.p50, d.p95, d.max), (100, 50.0, 95.0, 100.0));
         assert_eq!(Distribution::of(vec![]).count, 0);
+    }
+
+    #[test]
+    fn a_workloads_pending_seconds_do_not_depend_on_the_order_its_pods_stop_pending() {
+        // Waits whose float sum changes with the order of addition.
+        let start = Timestamp::from_second(1_800_000_000).unwrap();
+        let waits_ms = [100_i64, 200, 300, 4_350_003, 7, 1_000_001, 13, 2_900];
+        let total = |order: &mut dyn Iterator<Item = i64>| {
+            let mut m = Metrics::new(start, Vec::new(), Duration::from_secs(60));
+            for ms in order {
+                m.waited(start, start + k8s_openapi::jiff::SignedDuration::from_millis(ms), "default/web".into());
+            }
+            nanos_as_seconds(m.pending_by_workload["default/web"].1)
+        };
+        let forward = total(&mut waits_ms.iter().copied());
+        let backward = total(&mut waits_ms.iter().rev().copied());
+        assert_eq!(forward.to_bits(), backward.to_bits());
+        assert_eq!(forward, 5_353.524);
     }
 }
