@@ -16,9 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
 
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Event, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, NodeCondition, NodeSpec, NodeStatus, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
@@ -323,33 +321,7 @@ pub fn node_of(vm: &Value) -> Node {
     }
 }
 
-/// A pod of `millis` cpu the scheduler could not place, as the scheduler marks it.
-pub fn pending_pod(name: &str, millis: u32) -> Pod {
-    let requests = BTreeMap::from([("cpu".to_string(), Quantity(format!("{millis}m")))]);
-    Pod {
-        metadata: ObjectMeta { name: Some(name.into()), namespace: Some("default".into()), ..Default::default() },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "app".into(),
-                image: Some("app".into()),
-                resources: Some(ResourceRequirements { requests: Some(requests), ..Default::default() }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: Some(crate::unschedulable_status(None)),
-    }
-}
-
-pub fn running_pod(name: &str, millis: u32, node: &str) -> Pod {
-    let mut pod = pending_pod(name, millis);
-    bind(&mut pod, node);
-    pod
-}
-
-pub fn node_names(server: &FakeApiServer) -> Vec<String> {
-    server.list::<Node>().into_iter().filter_map(|n| n.metadata.name).collect()
-}
+pub use crate::controller::{node_names, pending_pod, running_pod};
 
 /// `(reason, message)` of the events on an object.
 pub fn events(server: &FakeApiServer, kind: &str, name: &str) -> Vec<(String, String)> {
