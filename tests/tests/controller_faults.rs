@@ -144,7 +144,10 @@ async fn a_failed_delete_nodes_untaints_and_uncordons_the_node_and_a_later_retry
     let extra = [
         "--cordon-node-before-terminating=true",
         "--node-delete-delay-after-taint=0s",
-        // The window in which the rolled-back node is seen before the retry.
+        // The window in which the rolled-back node is seen before the retry. A deletion that
+        // fails after it started delays only its group, and only with the local delay type, as
+        // upstream's (the cluster-wide delay follows a failure to taint).
+        "--scale-down-delay-type-local=true",
         "--scale-down-delay-after-failure=8s",
     ];
     let controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &extra));

@@ -258,3 +258,27 @@ fn a_scale_up_the_cloud_accepts_does_not_reset_the_backoff_and_the_next_failure_
         "second backoff {second_wait}s (scale-ups {ups:?}, failures {failures:?})"
     );
 }
+
+#[test]
+fn a_deletion_that_fails_after_it_started_does_not_start_the_cluster_wide_failure_delay() {
+    // `pool` has two nodes above its minimum and nothing on them; its first DeleteNodes fails.
+    // Upstream starts --scale-down-delay-after-failure (3m by default) only when starting a
+    // deletion fails (the taint); a deletion that fails later delays only its own group, and
+    // only with --scale-down-delay-type-local. So the next loops take the nodes again.
+    let yaml = format!(
+        "duration: 6m\nflags: [--scale-down-unneeded-time=30s, --node-delete-delay-after-taint=0s]\nnodeGroups:\n{}{}objects:\n{}events:\n- {{at: 0s, fault: {{group: pool, type: failDeleteNodes, times: 1}}}}\n",
+        group_yaml("system", 1, 1, 1, "2", "4Gi", ""),
+        group_yaml("pool", 0, 5, 2, "4", "16Gi", ""),
+        deployment_yaml("web", 1, "100m", "128Mi", "        nodeSelector: {pool: system}\n"),
+    );
+    let h = run_history(&yaml, &["pool"]);
+    let failure =
+        h.loops.iter().enumerate().find_map(|(i, (t, r, _))| r.deletion_failures.first().map(|f| (i, *t, f.0.clone())));
+    let (failed_loop, failed_at, node) = failure.expect("the first deletion failed");
+    let retry = h.loops.iter().enumerate().find(|(_, (_, r, _))| r.deleted.iter().any(|d| d.node == node));
+    let (deleted_loop, (deleted_at, _, _)) = retry.expect("the retry deleted the node");
+    // The retry comes with the next loops (a productive loop is followed by another at once).
+    assert!(deleted_loop > failed_loop, "{node} deleted in loop {deleted_loop}, failed in loop {failed_loop}");
+    assert!(*deleted_at <= failed_at + 60, "{node} failed at {failed_at}s, deleted at {deleted_at}s");
+    assert_eq!(h.loops.last().unwrap().2["pool"], 0, "both nodes are gone");
+}

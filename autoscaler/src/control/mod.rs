@@ -776,9 +776,10 @@ impl Autoscaler {
     }
 
     fn absorb(&mut self, progress: ActuationReport, now: Timestamp, report: &mut LoopReport) {
-        if !progress.failed.is_empty() {
-            self.memory.last_scale_down_failure = Some(now);
-        }
+        // A deletion that fails after it started (drain, DeleteNodes) delays only its own group,
+        // and only with --scale-down-delay-type-local: upstream sets the cluster-wide failure time
+        // (--scale-down-delay-after-failure) only when starting a deletion fails (the taint, in
+        // `start_deletions`); later failures reach it through the per-group delay processor.
         for group in &progress.failed_groups {
             self.memory.group_scale_down_failures.insert(group.clone(), now);
         }
