@@ -127,6 +127,54 @@ async fn a_failed_increase_size_backs_the_group_off_and_another_group_scales_up(
     assert!(controller.try_exit().is_none(), "the controller kept running; log: {}", controller.log());
 }
 
+/// A failed DeleteNodes whose untaint fails too (the API answers 500 to the node's update): the
+/// node is not left tainted and cordoned until a restart, as upstream leaves it; the removal is
+/// retried in the next loop, long before the group's failure delay lets the node be chosen again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loop() {
+    let server = FakeApiServer::start().await;
+    let cloud_config = format!(
+        "nodeGroups:\n{}faults:\n  - {{group: pool, type: failDeleteNodes, times: 1}}\n",
+        group("pool", 4, 1, 3, 2)
+    );
+    let dir = workdir(&server, "untaint-fails", &cloud_config);
+    let port = free_port();
+    let extra = [
+        "--cordon-node-before-terminating=true",
+        // The window between the taint and DeleteNodes in which the untaint's fault is armed.
+        "--node-delete-delay-after-taint=3s",
+        // Long enough that only the untaint's retry, not a new deletion, can clear the taint.
+        "--scale-down-delay-type-local=true",
+        "--scale-down-delay-after-failure=10m",
+    ];
+    let controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &extra));
+    let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
+        let nodes = node_names(&server);
+        (nodes.len() == 2).then_some(nodes)
+    })
+    .await;
+    let (busy, empty) = (nodes[0].clone(), nodes[1].clone());
+    server.seed(&running_pod("keeper", 3000, &busy));
+    eventually(&format!("the ToBeDeleted taint on {empty}"), || async {
+        has_taint(&server, &empty, TO_BE_DELETED).then_some(())
+    })
+    .await;
+    let node_path = format!("/api/v1/nodes/{empty}");
+    server.inject_fault(Fault { verb: Some(Verb::Update), ..Fault::new(&node_path, 500) });
+
+    eventually(&format!("ScaleDownFailed on {empty}, then its taint and cordon undone"), || async {
+        let failed = event_reasons(&server, "Node", &empty).iter().any(|r| r == "ScaleDownFailed");
+        let node = server.get::<Node>(None, &empty)?;
+        let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+        (failed && !has_taint(&server, &empty, TO_BE_DELETED) && !cordoned).then_some(())
+    })
+    .await;
+    assert!(server.pending_faults().is_empty(), "the first untaint was answered 500");
+    assert!(server.request_count(Verb::Update, &node_path) >= 3, "the taint, the failed untaint, its retry");
+    assert_eq!(node_names(&server).len(), 2, "nothing deleted");
+    assert_eq!(health(port).await, Some(200));
+}
+
 /// Upstream: a failed DeleteNodes emits `ScaleDownFailed` on the node, removes the
 /// `ToBeDeletedByClusterAutoscaler` taint and uncordons the node; it is no loop error
 /// (`errors_total` stays 0) and no scale-down (`scaled_down_nodes_total` stays 0) — upstream has

@@ -15,12 +15,12 @@
 //! there); the node is kept out of scale-down until its Node object goes. Any failure removes
 //! the taint again.
 
-use cloudprovider::duration::later;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cloudprovider::NodeGroup;
+use cloudprovider::duration::later;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
@@ -31,7 +31,7 @@ use simulator::{NodeInfo, PodInfo};
 use super::registry::Registry;
 use crate::config::AutoscalingOptions;
 use crate::core::ClusterView;
-use crate::ports::{ClusterActions, Event, EventReason, EventType, EvictionError, ObjectRef};
+use crate::ports::{ClusterActions, Event, EventReason, EventType, EvictionError, ObjectRef, PortError};
 
 /// Why a node is removed (the `reason` label of `scaled_down_nodes_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -119,6 +119,10 @@ pub struct ActuationReport {
 #[derive(Debug, Default)]
 pub struct Actuator {
     in_flight: BTreeMap<String, Deletion>,
+    /// Nodes whose `ToBeDeleted` taint could not be removed when their deletion was given up.
+    /// The removal is retried every loop until it succeeds or the node is gone, rather than
+    /// leaving the node tainted and cordoned until the next restart's clean-up (upstream's).
+    untaint_pending: BTreeSet<String>,
 }
 
 fn to_be_deleted_taint(now: Timestamp) -> Taint {
@@ -167,10 +171,8 @@ impl Actuator {
             if let Err(e) =
                 actions.taint_node(node, to_be_deleted_taint(now), options.cordon_node_before_terminating).await
             {
-                for tainted in &done {
-                    let _ = actions
-                        .untaint_node(tainted, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating)
-                        .await;
+                for tainted in done {
+                    self.untaint(tainted, actions, options).await;
                 }
                 report.failed.push((node.clone(), format!("failed to taint: {e}")));
                 report.events.push(node_event(
@@ -184,6 +186,7 @@ impl Actuator {
             done.push(node);
         }
         for (node, group, drain, reason) in nodes {
+            self.untaint_pending.remove(node);
             self.in_flight.insert(
                 node.clone(),
                 Deletion { group: group.clone(), drain: *drain, reason: *reason, phase: Phase::Tainted { since: now } },
@@ -213,9 +216,23 @@ impl Actuator {
             registry.deletion_finished(&d.group, node);
             report.failed_groups.push(d.group);
         }
-        let _ = actions.untaint_node(node, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating).await;
+        self.untaint(node, actions, options).await;
         report.events.push(node_event(node, EventType::Warning, EventReason::ScaleDownFailed, why.clone()));
         report.failed.push((node.to_string(), why));
+    }
+
+    /// Removes the `ToBeDeleted` taint (and the cordon, when we set it) from a node whose
+    /// deletion is not going ahead; a failure leaves it for the next loop to retry.
+    async fn untaint(&mut self, node: &str, actions: &dyn ClusterActions, options: &AutoscalingOptions) {
+        match actions.untaint_node(node, TO_BE_DELETED_TAINT, options.cordon_node_before_terminating).await {
+            Ok(()) | Err(PortError::NotFound { .. }) => {
+                self.untaint_pending.remove(node);
+            }
+            Err(error) => {
+                tracing::warn!(node, %error, "could not remove the ToBeDeleted taint; retrying in the next loop");
+                self.untaint_pending.insert(node.to_string());
+            }
+        }
     }
 
     /// Advances every deletion in flight as far as `now` allows.
@@ -231,6 +248,12 @@ impl Actuator {
         let mut report = ActuationReport::default();
         let nodes: BTreeMap<&str, &Arc<Node>> =
             view.nodes.iter().filter_map(|n| n.metadata.name.as_deref().map(|name| (name, n))).collect();
+        for node in std::mem::take(&mut self.untaint_pending) {
+            // A node that is gone, or taken again by a new deletion, needs nothing more.
+            if nodes.contains_key(node.as_str()) && !self.in_flight.contains_key(&node) {
+                self.untaint(&node, actions, options).await;
+            }
+        }
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         // The view's pods by node, built the first time a node's pods are needed.
         let mut pods_by_node: Option<HashMap<&str, Vec<&Arc<Pod>>>> = None;

@@ -175,7 +175,6 @@ mod tests {
                 ]),
                 ..Default::default()
             }),
-            ..Default::default()
         };
         compact(&mut pod);
         assert_eq!(pod.metadata.managed_fields, None);
