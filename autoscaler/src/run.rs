@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use crate::compose::{self, ProviderInputs};
 use crate::config::logging::LoggingFlags;
 use crate::config::{AutoscalingOptions, DecisionFlags};
-use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig};
+use crate::control::schedule::{IterationOutcome, LoopSchedule, ScheduleConfig, Trigger};
 use crate::control::{Autoscaler, LoopReport, Parts, pod_autoscaler_view};
 use crate::kube_adapter::{
     KubeActions, KubeActionsOptions, KubeClientError, KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions,
@@ -383,6 +383,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
         if metrics_in {
             metrics_refresh = None;
             // Losing the Lease (or SIGTERM) cancels the sync at its next await: no write after.
+            let sync_started = std::time::Instant::now();
             let synced = tokio::select! {
                 biased;
                 _ = leadership_lost(&mut election) => Stop::LeaseLost,
@@ -396,6 +397,13 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
             };
             match synced {
                 Ok(report) => {
+                    // An iteration due meanwhile waits for it: its time is in the log.
+                    let took = sync_started.elapsed();
+                    tracing::info!(
+                        autoscalers = report.autoscalers.len(),
+                        took_ms = ms(took),
+                        "pod autoscalers synced"
+                    );
                     metrics.record_pod_autoscaling(&report);
                     for (name, target, from, to) in &report.rescaled {
                         tracing::info!(autoscaler = %name, %target, from, to, "rescaled");
@@ -449,7 +457,7 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 // As upstream's loop: a failed IncreaseSize is reported (event, failed_scale_ups_total,
                 // backoff) but does not fail the iteration, whose scale-down still runs.
                 health.record_success(Timestamp::now());
-                log_report(&report);
+                log_report(&report, trigger, started.elapsed());
                 IterationOutcome::of(&report)
             }
             Err(error) => {
@@ -520,10 +528,35 @@ fn compose_error(error: compose::ComposeError) -> RunError {
     }
 }
 
-fn log_report(report: &LoopReport) {
+/// Milliseconds, for the log.
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn log_report(report: &LoopReport, trigger: Trigger, took: Duration) {
+    // `called_at`: when the IncreaseSize calls had returned, earlier than the line itself,
+    // which is written when the iteration ends.
+    let called_at = report.scale_ups_called_at.map(|t| t.to_string()).unwrap_or_default();
     for i in &report.scale_ups {
-        tracing::info!(group = %i.node_group, from = i.current_size, to = i.new_size, "scale-up");
+        tracing::info!(group = %i.node_group, from = i.current_size, to = i.new_size, %called_at, "scale-up");
     }
+    // Where the iteration's time went (also upstream's function_duration_seconds).
+    let t = &report.timings;
+    tracing::info!(
+        %trigger,
+        total_ms = ms(took),
+        cloud_refresh_ms = ms(t.cloud_refresh),
+        update_cluster_state_ms = ms(t.update_cluster_state),
+        snapshot_ms = ms(t.decide.snapshot),
+        filter_out_schedulable_ms = ms(t.decide.filter_out_schedulable),
+        scale_up_simulation_ms = ms(t.decide.scale_up),
+        find_unneeded_ms = ms(t.decide.find_unneeded),
+        scale_up_calls_ms = ms(t.scale_up_calls),
+        soft_taint_ms = ms(t.soft_taint),
+        scale_down_ms = ms(t.scale_down),
+        status_ms = ms(t.status),
+        "iteration timings"
+    );
     for d in &report.deleted {
         tracing::info!(node = %d.node, group = %d.node_group, reason = d.reason.as_str(), "node removed");
     }

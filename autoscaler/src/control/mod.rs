@@ -15,6 +15,7 @@ pub mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use cloudprovider::{CloudProvider, CloudProviderError, NodeGroup};
 use expander::Expander;
@@ -31,6 +32,7 @@ use self::registry::{InstanceToRemove, Registry};
 use self::soft_taint::update_soft_taints;
 use self::status::{StatusWriter, go_time};
 use crate::config::AutoscalingOptions;
+use crate::core::decide::DecideTimings;
 use crate::core::plan::{GroupIncrease, Plan, ScaleDownStatus, ScaleUpResult};
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::hpa::MetricsSource;
@@ -112,6 +114,52 @@ pub struct LoopReport {
     /// The cluster state this iteration decided on (for the metrics).
     #[serde(skip)]
     pub cluster_state: Option<crate::core::ClusterState>,
+    /// When (the loop's clock) this iteration's `IncreaseSize` calls had returned: the end of
+    /// "pending → node group call", which the rest of the iteration (soft taints, deletions,
+    /// the status ConfigMap) does not delay.
+    #[serde(skip)]
+    pub scale_ups_called_at: Option<Timestamp>,
+    /// How long its steps took.
+    #[serde(skip)]
+    pub timings: IterationTimings,
+}
+
+/// How long the steps of an iteration took, on the process's monotonic clock (so a virtual
+/// clock in `simulate` does not make them zero): the controller logs them per iteration and
+/// records them as upstream's `function_duration_seconds`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IterationTimings {
+    /// `cloudProviderRefresh`.
+    pub cloud_refresh: Duration,
+    /// `updateClusterState`: the cluster view, the cloud's state and the registry's update.
+    pub update_cluster_state: Duration,
+    /// The decision's parts (`filterOutSchedulable`, `scaleUp`'s simulation, `findUnneeded`).
+    pub decide: DecideTimings,
+    /// The `IncreaseSize` calls.
+    pub scale_up_calls: Duration,
+    /// `scaleDownSoftTaintUnneeded`.
+    pub soft_taint: Duration,
+    /// `scaleDown`: deletions started and those in flight followed.
+    pub scale_down: Duration,
+    /// The status ConfigMap and the events.
+    pub status: Duration,
+}
+
+/// Stopwatch laps for [`IterationTimings`].
+struct Laps(std::time::Instant);
+
+impl Laps {
+    fn start() -> Self {
+        Laps(std::time::Instant::now())
+    }
+
+    /// The time since the last lap (or the start), and a new lap.
+    fn lap(&mut self) -> Duration {
+        let now = std::time::Instant::now();
+        let elapsed = now.duration_since(self.0);
+        self.0 = now;
+        elapsed
+    }
 }
 
 impl LoopReport {
@@ -355,7 +403,9 @@ impl Autoscaler {
     pub async fn run_once(&mut self) -> Result<LoopReport, LoopError> {
         let now = self.clock.now();
         let mut report = LoopReport { time: now.to_string(), ..Default::default() };
+        let mut laps = Laps::start();
         self.provider.refresh().await?;
+        report.timings.cloud_refresh = laps.lap();
         let view = self.reader.view().await?;
         self.provider.observe_nodes(&view.nodes);
         if self.first_loop {
@@ -373,6 +423,7 @@ impl Autoscaler {
         )
         .await?;
         let update = self.registry.update(&view, &cloud, &self.options, now);
+        report.timings.update_cluster_state = laps.lap();
         let config_map = status_ref(&self.options);
         for (group, increase) in &update.timed_out {
             report.timed_out.push((group.clone(), *increase));
@@ -452,13 +503,16 @@ impl Autoscaler {
             anticipated: &self.anticipated,
         };
         let decision = decide(&input, &mut self.expander);
+        report.timings.decide = decision.timings;
         // Anticipated pods are looked at once: from the next loop on the real pods exist.
         self.anticipated.clear();
         let plan = decision.plan;
         self.memory.unneeded_since = decision.unneeded_since;
         self.memory.unremovable_until = decision.unremovable_until;
 
+        laps.lap();
         self.scale_up(&plan, &cloud, now, &mut report).await;
+        report.timings.scale_up_calls = laps.lap();
 
         let unneeded: BTreeSet<String> =
             plan.scale_down.unneeded.iter().map(|n| n.node.clone()).filter(|n| !self.actuator.is_deleting(n)).collect();
@@ -473,6 +527,7 @@ impl Autoscaler {
         .await;
         report.soft_tainted = tainted;
         report.soft_untainted = untainted;
+        report.timings.soft_taint = laps.lap();
 
         if plan.scale_down.status != ScaleDownStatus::InCooldown && report.scale_ups.is_empty() {
             self.start_deletions(&plan, &update.state, now, &mut report).await;
@@ -482,7 +537,10 @@ impl Autoscaler {
         let progress =
             self.actuator.progress(&view, &groups, self.actions.as_ref(), &mut self.registry, &self.options, now).await;
         self.absorb(progress, now, &mut report);
-        self.finish(report, Some(plan), &update.state, &cloud, now).await
+        report.timings.scale_down = laps.lap();
+        let mut report = self.finish(report, Some(plan), &update.state, &cloud, now).await?;
+        report.timings.status = laps.lap();
+        Ok(report)
     }
 
     /// Nodes whose deletion is in flight: never candidates again while it lasts.
@@ -664,6 +722,7 @@ impl Autoscaler {
                 }
             }
             if !done.is_empty() {
+                report.scale_ups_called_at = Some(self.clock.now());
                 self.memory.last_scale_up = Some(now);
                 for inc in &plan.scale_up.increases {
                     self.memory.group_scale_ups.insert(inc.node_group.clone(), now);

@@ -13,16 +13,21 @@
 //! Ours, not upstream's:
 //!
 //! - A batching window before an iteration that unschedulable pods start: it starts once no
-//!   new one arrived for `--unschedulable-pods-batch-idle` (1 s) but not before the first is
-//!   2 s old, and at the latest `--unschedulable-pods-batch-max` (10 s) after the first, so a
-//!   burst of 1,000 pods created over a few seconds is one decision instead of one per pod the
-//!   watch happens to deliver between iterations. (Upstream's iteration would find pods younger
-//!   than 2 s "very new" and skip the scale-up until the timer: the window avoids that wasted
-//!   iteration.) Either flag at 0 starts at once, as upstream.
+//!   new one arrived for `--unschedulable-pods-batch-idle` (1 s) but not before the oldest of
+//!   them is 2 s old by its `creationTimestamp`, and at the latest
+//!   `--unschedulable-pods-batch-max` (10 s) after the first was seen, so a burst of 1,000 pods
+//!   created over a few seconds is one decision instead of one per pod the watch happens to
+//!   deliver between iterations. (Upstream's iteration would find pods younger than 2 s "very
+//!   new" and skip the scale-up until the timer: the window avoids that wasted iteration.) The
+//!   2 s count from the creation time, as `decide`'s rule does, not from when the watch
+//!   delivered the pod: a pod the scheduler took a while to give up on, or that the watch
+//!   delivered late, is not made to wait longer than `decide` would. Either flag at 0 starts at
+//!   once, as upstream.
 //! - An iteration that skipped the scale-up because every unschedulable pod was very new
 //!   (upstream's "waiting one iteration for more") is followed by one as soon as they are not:
-//!   2 s after it started. Upstream waits for the timer or another pod; a burst that a timer
-//!   iteration happened to catch in its first 2 s would wait the whole scan interval.
+//!   when the oldest pod seen before it started is 2 s old, at the latest 2 s after it started.
+//!   Upstream waits for the timer or another pod; a burst that a timer iteration happened to
+//!   catch in its first 2 s would wait the whole scan interval.
 //! - The first iteration starts at once (upstream waits for the timer or a pod): the caches
 //!   have synced and the Lease is held, so there is nothing to wait for, and the controller's
 //!   first decision is what `plan` shows.
@@ -135,20 +140,34 @@ impl std::fmt::Display for Trigger {
     }
 }
 
-/// When unschedulable pods were seen: the first and the last of a burst.
+/// When unschedulable pods were seen: the first and the last of a burst, and the oldest
+/// creation time among them (what `decide`'s "very new" rule reads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PodsSeen {
     pub first: Timestamp,
     pub last: Timestamp,
+    pub oldest_created: Timestamp,
 }
 
 impl PodsSeen {
+    /// Pods seen at `t` and created then.
     pub fn at(t: Timestamp) -> Self {
-        PodsSeen { first: t, last: t }
+        PodsSeen { first: t, last: t, oldest_created: t }
+    }
+
+    /// A pod seen at `t` that was created at `created`. Without a creation time, or with one
+    /// after `t` (clock skew between the API server and us), it counts as created when seen:
+    /// never as older than it can be shown to be.
+    pub fn created(t: Timestamp, created: Option<Timestamp>) -> Self {
+        PodsSeen { oldest_created: created.map_or(t, |c| c.min(t)), ..PodsSeen::at(t) }
     }
 
     fn merge(self, other: PodsSeen) -> Self {
-        PodsSeen { first: self.first.min(other.first), last: self.last.max(other.last) }
+        PodsSeen {
+            first: self.first.min(other.first),
+            last: self.last.max(other.last),
+            oldest_created: self.oldest_created.min(other.oldest_created),
+        }
     }
 }
 
@@ -162,12 +181,15 @@ pub struct LoopSchedule {
     last_started: Option<Timestamp>,
     /// Unschedulable pods seen since the last iteration started.
     pending: Option<PodsSeen>,
+    /// The oldest creation time of the pods pending when the running (or last) iteration
+    /// started: if it finds them all very new, they are not from 2 s after it.
+    started_with: Option<Timestamp>,
 }
 
 impl LoopSchedule {
     /// A schedule whose first iteration is due at `start`.
     pub fn new(config: ScheduleConfig, start: Timestamp) -> Self {
-        LoopSchedule { config, due: (start, Trigger::Start), last_started: None, pending: None }
+        LoopSchedule { config, due: (start, Trigger::Start), last_started: None, pending: None, started_with: None }
     }
 
     pub fn config(&self) -> &ScheduleConfig {
@@ -183,7 +205,7 @@ impl LoopSchedule {
         let seen = match self.last_started {
             Some(started) if seen.last <= started => return,
             // Part of the burst came after the start: it begins, for the window, at the start.
-            Some(started) => PodsSeen { first: seen.first.max(started), last: seen.last },
+            Some(started) => PodsSeen { first: seen.first.max(started), ..seen },
             None => seen,
         };
         self.pending = Some(self.pending.map_or(seen, |p| p.merge(seen)));
@@ -200,7 +222,7 @@ impl LoopSchedule {
     /// An iteration starts at `at`: what was pending is in its view.
     pub fn iteration_started(&mut self, at: Timestamp) {
         self.last_started = Some(at);
-        self.pending = None;
+        self.started_with = self.pending.take().map(|p| p.oldest_created);
         // Until it ends, nothing is due: the timer counts from its end.
         self.due = (Timestamp::MAX, Trigger::Timer);
     }
@@ -211,11 +233,13 @@ impl LoopSchedule {
         self.due = match outcome {
             _ if !self.config.frequent_loops => timer,
             IterationOutcome::Productive => (at, Trigger::Productive),
-            // The pods it saw are no longer very new 2 s after it started: look again then,
-            // not a whole scan interval later.
+            // The pods it saw are no longer very new 2 s after it started (their oldest was
+            // created before it started), sooner when the schedule knows when the oldest was
+            // created: look again then, not a whole scan interval later.
             IterationOutcome::WaitedForNewPods => {
                 let started = self.last_started.unwrap_or(at);
-                let aged = later(started, VERY_NEW_POD_AGE).max(at);
+                let oldest = self.started_with.map_or(started, |c| c.min(started));
+                let aged = later(oldest, VERY_NEW_POD_AGE).max(at);
                 if aged < timer.0 { (aged, Trigger::UnschedulablePods) } else { timer }
             }
             IterationOutcome::Idle | IterationOutcome::Failed => timer,
@@ -229,9 +253,9 @@ impl LoopSchedule {
         if batch_idle.is_zero() || batch_max.is_zero() {
             return Some(p.first);
         }
-        // Not before the first pod is 2 s old: sooner, `decide` would find every pending pod
-        // very new and wait one loop (upstream's rule), and the pods a whole scan interval.
-        let idle = later(p.last, batch_idle).max(later(p.first, VERY_NEW_POD_AGE));
+        // Not before the oldest pod is 2 s old: sooner, `decide` would find every pending pod
+        // very new and wait one loop (upstream's rule).
+        let idle = later(p.last, batch_idle).max(later(p.oldest_created, VERY_NEW_POD_AGE));
         Some(idle.min(later(p.first, batch_max)))
     }
 
@@ -287,9 +311,11 @@ impl UnschedulablePodSignal {
         Self::default()
     }
 
-    pub fn record(&self, at: Timestamp) {
+    /// An unschedulable pod seen at `at`, created at `created` (`None`: unknown).
+    pub fn record(&self, at: Timestamp, created: Option<Timestamp>) {
+        let pod = PodsSeen::created(at, created);
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        *seen = Some(seen.map_or(PodsSeen::at(at), |s| s.merge(PodsSeen::at(at))));
+        *seen = Some(seen.map_or(pod, |s| s.merge(pod)));
         drop(seen);
         // A permit is stored when nobody waits: a signal between two waits is not lost.
         self.notify.notify_one();
@@ -439,6 +465,33 @@ mod tests {
     }
 
     #[test]
+    fn the_window_counts_two_seconds_from_the_oldest_creation_not_from_when_the_pods_were_seen() {
+        let mut s = after_first(config(), 0.0);
+        // Created at 3.0 s (the API server's whole second), delivered at 3.9 s.
+        s.unschedulable_pods_seen(PodsSeen::created(t(3.9), Some(t(3.0))));
+        s.unschedulable_pods_seen(PodsSeen::created(t(4.0), Some(t(4.0))));
+        // Idle 1 s after the last (5.0 s), and the oldest is 2 s old then.
+        assert_eq!(s.next_due(), t(5.0));
+        assert_eq!(s.due_at(t(4.9)), None);
+        assert_eq!(s.due_at(t(5.0)), Some(Trigger::UnschedulablePods));
+        // Delivered 1.5 s after its creation: 0.5 s later, not 2 s.
+        let mut s = after_first(config(), 0.0);
+        s.unschedulable_pods_seen(PodsSeen::created(t(4.5), Some(t(3.0))));
+        assert_eq!(s.next_due(), t(5.5));
+    }
+
+    #[test]
+    fn a_creation_time_after_the_pod_was_seen_counts_as_the_time_seen() {
+        // Clock skew: the API server's clock is ahead. The pod is not taken for older than it
+        // can be shown to be, nor kept waiting for a time that has not come.
+        assert_eq!(PodsSeen::created(t(4.0), Some(t(9.0))), PodsSeen::at(t(4.0)));
+        assert_eq!(PodsSeen::created(t(4.0), None), PodsSeen::at(t(4.0)));
+        let mut s = after_first(config(), 0.0);
+        s.unschedulable_pods_seen(PodsSeen::created(t(4.0), Some(t(9.0))));
+        assert_eq!(s.next_due(), t(6.0));
+    }
+
+    #[test]
     fn the_timer_is_not_delayed_by_a_batch() {
         let mut s = after_first(config(), 0.0);
         s.unschedulable_pods_seen(PodsSeen::at(t(9.5)));
@@ -467,10 +520,18 @@ mod tests {
         s.unschedulable_pods_seen(PodsSeen::at(t(5.0)));
         s.iteration_finished(t(6.0), IterationOutcome::Idle);
         assert_eq!(s.next_due(), t(16.0));
-        // Pods seen while it ran were not: they start the next one, 2 s after the start (the
-        // earliest they can have been seen).
-        s.unschedulable_pods_seen(PodsSeen { first: t(4.0), last: t(5.5) });
-        assert_eq!(s.next_due(), t(7.0));
+        // Pods seen while it ran were not: they start the next one when the window closes, 1 s
+        // after the last (the oldest, created at 4.0 s, is 2 s old before that).
+        s.unschedulable_pods_seen(PodsSeen { first: t(4.0), last: t(5.5), oldest_created: t(4.0) });
+        assert_eq!(s.next_due(), t(6.5));
+        // The batch's maximum counts from the start, the earliest they can have been seen.
+        let mut c = config();
+        c.batch_max = Duration::from_secs(3);
+        c.batch_idle = Duration::from_secs(5);
+        let mut s = after_first(c, 0.0);
+        s.iteration_started(t(5.0));
+        s.unschedulable_pods_seen(PodsSeen { first: t(4.0), last: t(5.5), oldest_created: t(4.0) });
+        assert_eq!(s.next_due(), t(8.0));
     }
 
     #[test]
@@ -495,8 +556,15 @@ mod tests {
         assert_eq!(s.due_at(t(10.0)), Some(Trigger::Timer));
         s.iteration_started(t(10.0));
         s.iteration_finished(t(10.5), IterationOutcome::WaitedForNewPods);
+        // The oldest it knew of is 2 s old at 11.5 s: not 2 s after the start.
+        assert_eq!(s.next_due(), t(11.5));
+        assert_eq!(s.due_at(t(11.5)), Some(Trigger::UnschedulablePods));
+        // Pods it did not know the creation of (in its view, never signalled): 2 s after the
+        // start, when even one created just before it is no longer very new.
+        let mut s = after_first(config(), 0.0);
+        s.iteration_started(t(10.0));
+        s.iteration_finished(t(10.5), IterationOutcome::WaitedForNewPods);
         assert_eq!(s.next_due(), t(12.0));
-        assert_eq!(s.due_at(t(12.0)), Some(Trigger::UnschedulablePods));
         // An iteration longer than 2 s: the next at once.
         s.iteration_started(t(12.0));
         s.iteration_finished(t(15.0), IterationOutcome::WaitedForNewPods);
@@ -545,11 +613,17 @@ mod tests {
     async fn the_signal_keeps_the_first_and_last_time_and_wakes_a_later_waiter() {
         let signal = UnschedulablePodSignal::new();
         for i in 0..1000 {
-            signal.record(t(1.0 + f64::from(i) / 1000.0));
+            // Created 0.3 s before they are seen, the 500th at 0.5 s; one without a creation time.
+            let created = match i {
+                500 => Some(t(0.5)),
+                999 => None,
+                _ => Some(t(0.7 + f64::from(i) / 1000.0)),
+            };
+            signal.record(t(1.0 + f64::from(i) / 1000.0), created);
         }
         // Recorded before anyone waited: the wait still ends.
         tokio::time::timeout(Duration::from_secs(5), signal.notified()).await.expect("a stored wake-up");
-        assert_eq!(signal.take(), Some(PodsSeen { first: t(1.0), last: t(1.999) }));
+        assert_eq!(signal.take(), Some(PodsSeen { first: t(1.0), last: t(1.999), oldest_created: t(0.5) }));
         assert_eq!(signal.take(), None);
     }
 }

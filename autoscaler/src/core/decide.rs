@@ -45,6 +45,21 @@ pub struct Decision {
     pub plan: Plan,
     pub unneeded_since: HashMap<String, Timestamp>,
     pub unremovable_until: HashMap<String, (Timestamp, UnremovableReason)>,
+    /// How long its parts took (the process's monotonic clock; nothing decided depends on it).
+    pub timings: DecideTimings,
+}
+
+/// The parts of a decision the controller reports as upstream's `function_duration_seconds`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DecideTimings {
+    /// Classifying the pods and building the scheduling snapshot and the templates.
+    pub snapshot: std::time::Duration,
+    /// `filterOutSchedulable`: pending pods placed on existing and upcoming nodes.
+    pub filter_out_schedulable: std::time::Duration,
+    /// `scaleUp`'s simulation: the options for the pods left, the expander.
+    pub scale_up: std::time::Duration,
+    /// `findUnneeded`: the scale-down simulation.
+    pub find_unneeded: std::time::Duration,
 }
 
 /// Pending pods the scheduler gave up on: no node, `PodScheduled=False` with reason
@@ -139,6 +154,12 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
 
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
+    let mut timings = DecideTimings::default();
+    let mut lap = std::time::Instant::now();
+    let mut time = |into: &mut std::time::Duration| {
+        *into = lap.elapsed();
+        lap = std::time::Instant::now();
+    };
     // Each node name's slot in `scheduled`: a pod bound to a node goes to its node's list in
     // the one lookup that checks the node exists (one hash of the name per pod, not two).
     let mut node_slots: FxHashMap<&str, usize> =
@@ -286,12 +307,14 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         registered_nodes: registered,
         unmanaged_capacity,
     };
+    time(&mut timings.snapshot);
     let mut scale_up = if !state.healthy {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "cluster is unhealthy: too many unready nodes")
     } else if !options.scale_up_from_zero && ready_schedulable == 0 {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "no ready nodes and --scale-up-from-zero=false")
     } else {
         let filtered = filter_out_schedulable(&mut snapshot, pending.clone());
+        time(&mut timings.filter_out_schedulable);
         let mut to_help = Vec::new();
         for p in filtered.still_pending {
             if p.daemonset {
@@ -344,6 +367,8 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     }
     scale_up.pods_ignored = ignored;
 
+    time(&mut timings.scale_up);
+
     // Scale-down.
     let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
         (disabled_scale_down("--scale-down-enabled=false"), HashMap::new(), HashMap::new())
@@ -373,6 +398,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
     };
 
+    time(&mut timings.find_unneeded);
     let plan = Plan {
         time: now.to_string(),
         cluster: ClusterSummary {
@@ -410,7 +436,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         scale_up,
         scale_down,
     };
-    Decision { plan, unneeded_since, unremovable_until }
+    Decision { plan, unneeded_since, unremovable_until, timings }
 }
 
 fn disabled_scale_down(why: &str) -> ScaleDownPlan {

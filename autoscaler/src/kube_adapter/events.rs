@@ -257,14 +257,14 @@ impl EventSink {
             reporting_instance: self.reporting_instance.clone(),
             ..Default::default()
         };
-        let api: Api<CoreEvent> = Api::namespaced(self.clients.client.clone(), &namespace);
+        let api: Api<CoreEvent> = Api::namespaced(self.clients.events_client.clone(), &namespace);
         api.create(&PostParams::default(), &body).await.map_err(|e| port_error(e, "Event", &name))?;
         Ok(Written { namespace, name, count: 1 })
     }
 
     /// Raises an existing Event's count; `Ok(None)` when it is gone (Events expire after an hour).
     async fn bump(&self, namespace: &str, name: &str, count: i32) -> Result<Option<Written>, PortError> {
-        let api: Api<CoreEvent> = Api::namespaced(self.clients.client.clone(), namespace);
+        let api: Api<CoreEvent> = Api::namespaced(self.clients.events_client.clone(), namespace);
         let patch = json!({"count": count, "lastTimestamp": Time(Timestamp::now())});
         match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => Ok(Some(Written { namespace: namespace.into(), name: name.into(), count })),

@@ -151,19 +151,30 @@ fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
 /// a copy of a pod). Pods of a (re)list reach the store all at once when the list is complete,
 /// so the signal for them waits until then: an iteration started in between would not see them.
 fn observe_unschedulable(signal: Arc<UnschedulablePodSignal>) -> impl FnMut(&watcher::Event<Pod>) + Send + 'static {
-    let mut listed_new = false;
+    // The new unschedulable pods of a (re)list in progress: whether there is one, and the
+    // oldest creation time among them (the schedule's window counts from it).
+    let mut listed_new: Option<Option<Timestamp>> = None;
+    let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
     move |event| match event {
         watcher::Event::Apply(pod) => {
             let now = Timestamp::now();
             if is_recently_unschedulable(pod, now) {
-                signal.record(now);
+                signal.record(now, created(pod));
             }
         }
-        watcher::Event::Init => listed_new = false,
-        watcher::Event::InitApply(pod) => listed_new |= is_recently_unschedulable(pod, Timestamp::now()),
+        watcher::Event::Init => listed_new = None,
+        watcher::Event::InitApply(pod) => {
+            if is_recently_unschedulable(pod, Timestamp::now()) {
+                let oldest = match (listed_new.flatten(), created(pod)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                listed_new = Some(oldest);
+            }
+        }
         watcher::Event::InitDone => {
-            if std::mem::take(&mut listed_new) {
-                signal.record(Timestamp::now());
+            if let Some(oldest) = listed_new.take() {
+                signal.record(Timestamp::now(), oldest);
             }
         }
         watcher::Event::Delete(_) => {}

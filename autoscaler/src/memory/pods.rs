@@ -169,7 +169,7 @@ impl MemoryCluster {
         let key = ObjectKey::of(&pod.metadata);
         // What a pod watch would deliver now: the loop's schedule hears of it.
         if is_recently_unschedulable(&pod, now) {
-            self.unschedulable_pods.record(now);
+            self.unschedulable_pods.record(now, pod.metadata.creation_timestamp.as_ref().map(|t| t.0));
         }
         if crate::core::decide::is_unschedulable(&pod) {
             self.unschedulable.insert(key.clone());

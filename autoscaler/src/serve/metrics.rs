@@ -490,6 +490,22 @@ impl Metrics {
     pub fn record_loop(&self, report: &LoopReport, state: &ClusterState, duration: Duration) {
         self.observe_duration(Function::Main, duration);
         self.observe_duration(Function::MainSuccessful, duration);
+        // Upstream's steps, as far as the iteration got (one that stopped before deciding has
+        // only the first two).
+        let t = &report.timings;
+        self.observe_duration(Function::CloudProviderRefresh, t.cloud_refresh);
+        self.observe_duration(Function::UpdateClusterState, t.update_cluster_state);
+        if report.plan.is_some() && report.stopped.is_none() {
+            for (function, took) in [
+                (Function::FilterOutSchedulable, t.decide.filter_out_schedulable),
+                (Function::ScaleUp, t.decide.scale_up + t.scale_up_calls),
+                (Function::FindUnneeded, t.decide.find_unneeded),
+                (Function::ScaleDownSoftTaintUnneeded, t.soft_taint),
+                (Function::ScaleDown, t.scale_down),
+            ] {
+                self.observe_duration(function, took);
+            }
+        }
         self.record_cluster_state(state);
         let time = report.time.parse::<Timestamp>().ok();
         if let Some(plan) = report.plan.as_ref().filter(|_| report.stopped.is_none()) {

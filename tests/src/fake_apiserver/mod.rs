@@ -113,7 +113,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use resources::{Catalog, RESOURCES};
-pub use store::{EvictionRecord, Fault, RequestRecord, Verb};
+pub use store::{EvictionRecord, Fault, RequestRecord, Verb, now_rfc3339};
 use store::{Notice, Shared, Stored, WriteError, object_key};
 
 /// Options of a fake API server.

@@ -954,10 +954,14 @@ fn running(mut pod: Value, node: &NodeRef) -> Value {
 
 /// As the scheduler leaves a pod it could not place on any of the cluster's nodes.
 fn unschedulable(mut pod: Value, nodes: usize) -> Value {
-    pod["metadata"]["creationTimestamp"] = json!(jiff::Timestamp::now().to_string());
+    // In whole seconds, as an API server writes every timestamp (and the fake one those it
+    // fills in): the controller's "very new pod" rule reads the creation time as it would be
+    // served.
+    let now = ::tests::fake_apiserver::now_rfc3339();
+    pod["metadata"]["creationTimestamp"] = json!(now);
     pod["status"] = json!({
         "phase": "Pending",
-        "conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": null, "lastTransitionTime": jiff::Timestamp::now().to_string(), "reason": "Unschedulable",
+        "conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": null, "lastTransitionTime": now, "reason": "Unschedulable",
                         "message": format!("0/{nodes} nodes are available: {nodes} Insufficient cpu. preemption: 0/{nodes} nodes are available: {nodes} No preemption victims found for incoming pod.")}],
         "qosClass": "Burstable",
     });

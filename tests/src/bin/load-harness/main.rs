@@ -24,11 +24,11 @@
 //!   (each burst's scale-up and the productive iterations after it);
 //! - **pending → node group call**: bursts of pods (1,000 by default) created at once as the
 //!   scheduler leaves unschedulable pods, at a random moment of the scan interval; the time from
-//!   the last pod stored to the timestamp of the controller's `scale-up` log line (JSON logs).
-//!   With the static provider an `IncreaseSize` has no other trace that is exact: the line is
-//!   written when the iteration that made the call ends, after its soft-taint pass and status
-//!   ConfigMap write, so the figure is an upper bound by those (a few milliseconds here: the
-//!   generated nodes are well used, none is unneeded). After each call the harness adds the
+//!   the moment before the pods are stored to the `called_at` of the controller's `scale-up`
+//!   log line (JSON logs): when its `IncreaseSize` calls had returned (the line itself is
+//!   written when the iteration ends, after soft taints, deletions and the status ConfigMap).
+//!   The pods' timestamps are whole seconds, as an API server writes them: the controller's
+//!   "very new pod" rule reads them. After each call the harness adds the
 //!   nodes the scale-up asked for and binds the burst's pods to them, as the cloud, the kubelets
 //!   and the scheduler would, so every burst starts from a settled cluster.
 //!
@@ -474,8 +474,9 @@ async fn bursts(
         tokio::time::sleep(delay).await;
         let mut tail = LogTail::from_end(controller.log_path());
         let (workload, objects) = cluster.burst(number, options.burst_pods);
-        server.seed_values(objects)?;
+        // From the moment the first pod can be served (storing 1,000 takes a few milliseconds).
         let pending_at = Timestamp::now();
+        server.seed_values(objects)?;
         let mut unbound: Vec<u64> = (0..options.burst_pods as u64).rev().collect();
         let mut first: Option<ScaleUp> = None;
         let mut waited_from = Instant::now();
@@ -585,8 +586,8 @@ fn print_table(rows: &[Row], controller_flags: &[String]) {
         "first decision: process start → end of the first successful iteration. RSS: VmHWM, and the median VmRSS \
          after the first decision. iteration: function_duration_seconds{{function=\"main\"}} from the histogram's \
          buckets: quiet, the iterations after the first and before the first burst; bursts, from the first \
-         burst on. pending→call: bursts of unschedulable pods → the controller's scale-up \
-         log line (p95 by nearest rank). fake API: a paginated list of every pod without rate limit, and the \
+         burst on. pending→call: bursts of unschedulable pods stored → the IncreaseSize call \
+         (`called_at` of the controller's scale-up log line; p95 by nearest rank). fake API: a paginated list of every pod without rate limit, and the \
          harness's RSS with the cluster loaded."
     );
 }

@@ -111,7 +111,8 @@ pub fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 /// A node group call as the controller logs it (`--logging-format=json`): the `scale-up` line
-/// `log_report` writes for each `IncreaseSize` of an iteration.
+/// `log_report` writes for each `IncreaseSize` of an iteration, at the time in its `called_at`
+/// field (when the calls had returned; the line itself is written when the iteration ends).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScaleUp {
     pub at: Timestamp,
@@ -161,8 +162,10 @@ fn parse_scale_up(line: &str) -> Option<ScaleUp> {
     if fields.get("message")?.as_str()? != "scale-up" {
         return None;
     }
+    // A controller older than `called_at`: the line's own time, an upper bound.
+    let at = fields.get("called_at").and_then(Value::as_str).filter(|t| !t.is_empty());
     Some(ScaleUp {
-        at: value.get("timestamp")?.as_str()?.parse().ok()?,
+        at: at.or(value.get("timestamp")?.as_str())?.parse().ok()?,
         group: fields.get("group")?.as_str()?.to_string(),
         from: usize::try_from(fields.get("from")?.as_u64()?).ok()?,
         to: usize::try_from(fields.get("to")?.as_u64()?).ok()?,
@@ -211,6 +214,9 @@ cluster_autoscaler_function_duration_seconds_bucket{le=\"1.0\",function=\"mainSu
         let up = parse_scale_up(line).unwrap();
         assert_eq!((up.group.as_str(), up.from, up.to), ("general", 10, 42));
         assert_eq!(up.at.to_string(), "2026-11-24T16:49:16.123456Z");
+        // With the time of the call: that time, not the line's.
+        let line = r#"{"timestamp":"2026-11-24T16:49:16.9Z","level":"INFO","fields":{"message":"scale-up","group":"general","from":10,"to":42,"called_at":"2026-11-24T16:49:16.25Z"},"target":"autoscaler::run"}"#;
+        assert_eq!(parse_scale_up(line).unwrap().at.to_string(), "2026-11-24T16:49:16.25Z");
         assert!(parse_scale_up(r#"{"fields":{"message":"node removed"}}"#).is_none());
     }
 
