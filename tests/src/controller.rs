@@ -295,3 +295,37 @@ pub async fn first_node(server: &FakeApiServer, controller: &Controller) -> Stri
     })
     .await
 }
+
+/// A memory provider node group in the `nodeGroups` format of [`workdir`]'s cloud-config:
+/// `cpu`-core nodes that register a second after IncreaseSize.
+pub fn memory_group(id: &str, cpu: u32, min: usize, max: usize, initial: usize) -> String {
+    format!(
+        r#"  - id: {id}
+    minSize: {min}
+    maxSize: {max}
+    initialSize: {initial}
+    provisioningDelay: 1s
+    template:
+      metadata:
+        labels: {{pool: {id}, kubernetes.io/os: linux}}
+      status:
+        capacity: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
+        allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
+"#
+    )
+}
+
+/// How many loop iterations the controller has run (`function_duration_seconds{main}`).
+pub fn iterations(text: &str) -> f64 {
+    sample(text, r#"cluster_autoscaler_function_duration_seconds_count{function="main"}"#).unwrap_or(0.0)
+}
+
+/// Waits until the controller has run `more` iterations after the ones `text` counted: what
+/// it decided meanwhile is settled, whatever the machine's speed.
+pub async fn more_iterations(port: u16, text: &str, more: f64) {
+    let start = iterations(text);
+    eventually(&format!("{more} more loop iterations"), || async {
+        (iterations(&metrics_text(port).await) >= start + more).then_some(())
+    })
+    .await;
+}

@@ -340,6 +340,12 @@ pub fn status_text(server: &FakeApiServer) -> Option<String> {
     server.get::<ConfigMap>(Some("kube-system"), STATUS_CONFIG_MAP)?.data?.remove("status")
 }
 
+/// The status ConfigMap's entry for node group `group` (`health`, `scaleUp`, `scaleDown`).
+pub fn node_group_status(server: &FakeApiServer, group: &str) -> Option<Value> {
+    let status: Value = serde_saphyr::from_str(&status_text(server)?).ok()?;
+    status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == group).cloned()
+}
+
 /// Events the autoscaler records on its status ConfigMap (scale-ups, failures, instance errors).
 pub fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
     events(server, "ConfigMap", STATUS_CONFIG_MAP)
@@ -523,7 +529,6 @@ impl Cluster {
 
     /// The status ConfigMap's entry for the pool's node group.
     pub fn group_status(&self) -> Option<Value> {
-        let status: Value = serde_saphyr::from_str(&status_text(&self.server)?).ok()?;
-        status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == POOL).cloned()
+        node_group_status(&self.server, POOL)
     }
 }

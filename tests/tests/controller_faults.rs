@@ -8,60 +8,15 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use tests::controller::{
-    Controller, event_reasons, first_node, free_port, has_taint, health, metrics_text, node_names, pending_pod,
-    quick_flags, running_pod, sample, workdir,
+    Controller, event_reasons, first_node, free_port, has_taint, health, memory_group as group, metrics_text,
+    more_iterations, node_names, pending_pod, quick_flags, running_pod, sample, workdir,
 };
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
+use tests::private_iaas::status_events;
 use tests::{bind, eventually};
 
 const STATUS: &str = "cluster-autoscaler-status";
 const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
-
-/// A memory provider node group in the `nodeGroups` format: `cpu`-core nodes.
-fn group(id: &str, cpu: u32, min: usize, max: usize, initial: usize) -> String {
-    format!(
-        r#"  - id: {id}
-    minSize: {min}
-    maxSize: {max}
-    initialSize: {initial}
-    provisioningDelay: 1s
-    template:
-      metadata:
-        labels: {{pool: {id}, kubernetes.io/os: linux}}
-      status:
-        capacity: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
-        allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
-"#
-    )
-}
-
-/// How many loop iterations the controller has run (`function_duration_seconds{main}`).
-fn iterations(text: &str) -> f64 {
-    sample(text, r#"cluster_autoscaler_function_duration_seconds_count{function="main"}"#).unwrap_or(0.0)
-}
-
-/// Waits until the controller has run `more` iterations after the ones `text` counted: what
-/// it decided meanwhile is settled, whatever the machine's speed.
-async fn more_iterations(port: u16, text: &str, more: f64) {
-    let start = iterations(text);
-    eventually(&format!("{more} more loop iterations"), || async {
-        (iterations(&metrics_text(port).await) >= start + more).then_some(())
-    })
-    .await;
-}
-
-/// The events recorded on the status ConfigMap (upstream's scale-up events go there), as
-/// (reason, message).
-fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
-    server
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| {
-            e.involved_object.kind.as_deref() == Some("ConfigMap") && e.involved_object.name.as_deref() == Some(STATUS)
-        })
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
-}
 
 /// Upstream: a failed IncreaseSize emits `FailedToScaleUpGroup` on the status ConfigMap, counts
 /// `failed_scale_ups_total{reason="cloudProviderError"}` and backs the group off; the next loop
