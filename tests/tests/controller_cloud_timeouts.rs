@@ -111,6 +111,8 @@ async fn an_instance_that_never_registers_times_the_scale_up_out_is_removed_and_
     .await;
     assert_eq!(small["scaleUp"]["status"], "Backoff", "{small}");
     assert_eq!(small["scaleUp"]["backoffInfo"]["errorCode"], "timeout", "{small}");
+    let message = small["scaleUp"]["backoffInfo"]["errorMessage"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Scale-up timed out for node group small after "), "{small}");
     assert_eq!(small["health"]["nodeCounts"]["longUnregistered"], 0, "{small}");
     assert_eq!(small["health"]["nodeCounts"]["registered"]["ready"], 1, "{small}");
 

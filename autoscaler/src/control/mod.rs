@@ -374,18 +374,17 @@ impl Autoscaler {
         .await?;
         let update = self.registry.update(&view, &cloud, &self.options, now);
         let config_map = status_ref(&self.options);
-        for (group, increase) in &update.timed_out {
+        for timed_out in &update.timed_out {
+            let (group, increase) = (&timed_out.group, &timed_out.increase);
             report.timed_out.push((group.clone(), *increase));
-            let provision = cloud.group(group).map_or(self.options.node_group_defaults.max_node_provision_time, |g| {
-                g.options.max_node_provision_time
-            });
+            // As upstream: the time since the request (at least the provision time).
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
                 reason: EventReason::ScaleUpTimedOut,
                 message: format!(
                     "Nodes added to group {group} failed to register within {}",
-                    cloudprovider::duration::format_go_duration(provision)
+                    cloudprovider::duration::format_go_duration(timed_out.waited)
                 ),
             });
             // Upstream reverts a timed-out scale-up, so the cloud stops trying to provision it.
