@@ -329,3 +329,24 @@ pub async fn more_iterations(port: u16, text: &str, more: f64) {
     })
     .await;
 }
+
+/// A memory provider's cloud-config: `groups` ([`memory_group`]) and the `faults` armed at
+/// start, each a flow mapping such as `{group: pool, type: failDeleteNodes, times: 1}`.
+pub fn memory_cloud_config(groups: &[String], faults: &[&str]) -> String {
+    let mut text = format!("nodeGroups:\n{}", groups.concat());
+    if !faults.is_empty() {
+        text.push_str("faults:\n");
+        for fault in faults {
+            text.push_str(&format!("  - {fault}\n"));
+        }
+    }
+    text
+}
+
+/// Starts a controller on the memory provider with `cloud_config` in a [`workdir`] named after
+/// `test`, with [`quick_flags`] and `extra`: the controller and its `/metrics` port.
+pub fn start_on_memory(server: &FakeApiServer, test: &str, cloud_config: &str, extra: &[&str]) -> (Controller, u16) {
+    let dir = workdir(server, test, cloud_config);
+    let port = free_port();
+    (Controller::start(&dir, "controller", &quick_flags(&dir, port, extra)), port)
+}

@@ -351,6 +351,16 @@ pub fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
     events(server, "ConfigMap", STATUS_CONFIG_MAP)
 }
 
+/// The messages of the `ScaledUpGroup` events written after an IncreaseSize succeeded (one per
+/// call; upstream writes another before each call).
+pub fn succeeded_scale_ups(server: &FakeApiServer) -> Vec<String> {
+    status_events(server)
+        .into_iter()
+        .filter(|(reason, message)| reason == "ScaledUpGroup" && message.contains("succeeded"))
+        .map(|(_, message)| message)
+        .collect()
+}
+
 pub use crate::controller::has_taint;
 
 /// How many lines of `log` contain every one of `parts`.

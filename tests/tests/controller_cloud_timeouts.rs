@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use tests::controller::{
-    Controller, first_node, free_port, has_taint, health, memory_group, metrics_text, more_iterations, node_names,
-    pending_pod, quick_flags, running_pod, sample, workdir,
+    first_node, has_taint, health, memory_cloud_config, memory_group, metrics_text, more_iterations, node_names,
+    pending_pod, running_pod, sample, start_on_memory,
 };
 use tests::fake_apiserver::FakeApiServer;
-use tests::private_iaas::{node_group_status, status_events};
+use tests::private_iaas::{node_group_status, status_events, succeeded_scale_ups};
 use tests::{bind, eventually};
 
 const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
@@ -45,15 +45,12 @@ fn warnings(server: &FakeApiServer, reason: &str) -> bool {
 async fn an_instance_that_never_registers_times_the_scale_up_out_is_removed_and_another_group_takes_the_pod() {
     let server = FakeApiServer::start().await;
     // least-waste prefers the 4-core group for a 3-core pod; its new instance never registers.
-    let cloud_config = format!(
-        "nodeGroups:\n{}{}faults:\n  - {{group: small, type: neverRegister, count: 1}}\n",
-        memory_group("small", 4, 1, 3, 1),
-        memory_group("large", 16, 0, 3, 0)
+    let cloud_config = memory_cloud_config(
+        &[memory_group("small", 4, 1, 3, 1), memory_group("large", 16, 0, 3, 0)],
+        &["{group: small, type: neverRegister, count: 1}"],
     );
-    let dir = workdir(&server, "never-registers", &cloud_config);
-    let port = free_port();
-    let flags = quick_flags(&dir, port, &["--expander=least-waste", "--max-node-provision-time=15s"]);
-    let mut controller = Controller::start(&dir, "controller", &flags);
+    let extra = ["--expander=least-waste", "--max-node-provision-time=15s"];
+    let (mut controller, port) = start_on_memory(&server, "never-registers", &cloud_config, &extra);
     let first = first_node(&server, &controller).await;
     assert_eq!(first, "small-1");
     server.seed(&running_pod("filler", 3000, &first));
@@ -139,13 +136,11 @@ async fn an_instance_that_never_registers_times_the_scale_up_out_is_removed_and_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_increase_size_answered_late_holds_the_loop_and_scales_up_once() {
     let server = FakeApiServer::start().await;
-    let cloud_config = format!(
-        "nodeGroups:\n{}faults:\n  - {{group: pool, type: slowIncreaseSize, delay: 10s, times: 1}}\n",
-        memory_group("pool", 4, 1, 3, 1)
+    let cloud_config = memory_cloud_config(
+        &[memory_group("pool", 4, 1, 3, 1)],
+        &["{group: pool, type: slowIncreaseSize, delay: 10s, times: 1}"],
     );
-    let dir = workdir(&server, "slow-increase", &cloud_config);
-    let port = free_port();
-    let controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &["--max-inactivity=4s"]));
+    let (controller, port) = start_on_memory(&server, "slow-increase", &cloud_config, &["--max-inactivity=4s"]);
     let first = first_node(&server, &controller).await;
     server.seed(&running_pod("filler", 3000, &first));
     server.seed(&pending_pod("big", 3000));
@@ -188,11 +183,7 @@ async fn an_increase_size_answered_late_holds_the_loop_and_scales_up_once() {
     let text = metrics_text(port).await;
     assert_eq!(node_names(&server).len(), 2, "one node for the pod");
     assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(1.0), "{text}");
-    let increases: Vec<String> = status_events(&server)
-        .into_iter()
-        .filter(|(reason, message)| reason == "ScaledUpGroup" && message.contains("succeeded"))
-        .map(|(_, message)| message)
-        .collect();
+    let increases = succeeded_scale_ups(&server);
     assert_eq!(increases.len(), 1, "one IncreaseSize: {increases:?}");
     assert!(increases[0].contains("setting group pool size to 2 instead of 1"), "{increases:?}");
     let pool = node_group_status(&server, "pool").expect("the pool's status");
@@ -212,14 +203,10 @@ async fn an_increase_size_answered_late_holds_the_loop_and_scales_up_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_while_delete_nodes_hangs_exits_at_once_and_touches_no_other_node() {
     let server = FakeApiServer::start().await;
-    let cloud_config = format!(
-        "nodeGroups:\n{}faults:\n  - {{group: pool, type: slowDeleteNodes, delay: 10m}}\n",
-        memory_group("pool", 4, 1, 3, 2)
-    );
-    let dir = workdir(&server, "slow-delete", &cloud_config);
-    let port = free_port();
-    let flags = quick_flags(&dir, port, &["--node-delete-delay-after-taint=0s"]);
-    let mut controller = Controller::start(&dir, "controller", &flags);
+    let cloud_config =
+        memory_cloud_config(&[memory_group("pool", 4, 1, 3, 2)], &["{group: pool, type: slowDeleteNodes, delay: 10m}"]);
+    let extra = ["--node-delete-delay-after-taint=0s"];
+    let (mut controller, port) = start_on_memory(&server, "slow-delete", &cloud_config, &extra);
     let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
         let mut nodes = node_names(&server);
         nodes.sort();
