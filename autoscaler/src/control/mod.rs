@@ -549,13 +549,26 @@ impl Autoscaler {
                 } else {
                     handle.delete_nodes(nodes).await
                 };
-                let (event_type, reason, message) = match &result {
-                    Ok(()) => (
+                // Upstream's words for unregistered nodes (`removeOldUnregisteredNodes`, whose
+                // fake nodes are named by their instance); upstream records no event for failed
+                // creations, so theirs say which removal it was.
+                let (event_type, reason, message) = match (&result, i.reason) {
+                    (Ok(()), InstanceRemoval::Unregistered) => (
+                        EventType::Normal,
+                        EventReason::DeleteUnregistered,
+                        format!("Removed unregistered node {}", i.instance_id),
+                    ),
+                    (Ok(()), InstanceRemoval::CreateError) => (
                         EventType::Normal,
                         EventReason::DeleteUnregistered,
                         format!("Removed instance {} ({})", i.instance_id, i.reason),
                     ),
-                    Err(e) => (
+                    (Err(e), InstanceRemoval::Unregistered) => (
+                        EventType::Warning,
+                        EventReason::DeleteUnregisteredFailed,
+                        format!("Failed to remove node {}: {e}", i.instance_id),
+                    ),
+                    (Err(e), InstanceRemoval::CreateError) => (
                         EventType::Warning,
                         EventReason::DeleteUnregisteredFailed,
                         format!("Failed to remove instance {}: {e}", i.instance_id),
