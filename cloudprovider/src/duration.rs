@@ -14,6 +14,11 @@ pub fn later(t: k8s_openapi::jiff::Timestamp, d: Duration) -> k8s_openapi::jiff:
     t.checked_add(d).unwrap_or(k8s_openapi::jiff::Timestamp::MAX)
 }
 
+/// The time from `from` to `to`; zero when `to` is earlier (a time recorded by another clock).
+pub fn elapsed(from: k8s_openapi::jiff::Timestamp, to: k8s_openapi::jiff::Timestamp) -> Duration {
+    Duration::try_from(to.duration_since(from)).unwrap_or(Duration::ZERO)
+}
+
 const NANOS_PER_UNIT: [(&str, u128); 8] = [
     ("ns", 1),
     ("us", 1_000),

@@ -295,3 +295,58 @@ pub async fn first_node(server: &FakeApiServer, controller: &Controller) -> Stri
     })
     .await
 }
+
+/// A memory provider node group in the `nodeGroups` format of [`workdir`]'s cloud-config:
+/// `cpu`-core nodes that register a second after IncreaseSize.
+pub fn memory_group(id: &str, cpu: u32, min: usize, max: usize, initial: usize) -> String {
+    format!(
+        r#"  - id: {id}
+    minSize: {min}
+    maxSize: {max}
+    initialSize: {initial}
+    provisioningDelay: 1s
+    template:
+      metadata:
+        labels: {{pool: {id}, kubernetes.io/os: linux}}
+      status:
+        capacity: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
+        allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
+"#
+    )
+}
+
+/// How many loop iterations the controller has run (`function_duration_seconds{main}`).
+pub fn iterations(text: &str) -> f64 {
+    sample(text, r#"cluster_autoscaler_function_duration_seconds_count{function="main"}"#).unwrap_or(0.0)
+}
+
+/// Waits until the controller has run `more` iterations after the ones `text` counted: what
+/// it decided meanwhile is settled, whatever the machine's speed.
+pub async fn more_iterations(port: u16, text: &str, more: f64) {
+    let start = iterations(text);
+    eventually(&format!("{more} more loop iterations"), || async {
+        (iterations(&metrics_text(port).await) >= start + more).then_some(())
+    })
+    .await;
+}
+
+/// A memory provider's cloud-config: `groups` ([`memory_group`]) and the `faults` armed at
+/// start, each a flow mapping such as `{group: pool, type: failDeleteNodes, times: 1}`.
+pub fn memory_cloud_config(groups: &[String], faults: &[&str]) -> String {
+    let mut text = format!("nodeGroups:\n{}", groups.concat());
+    if !faults.is_empty() {
+        text.push_str("faults:\n");
+        for fault in faults {
+            text.push_str(&format!("  - {fault}\n"));
+        }
+    }
+    text
+}
+
+/// Starts a controller on the memory provider with `cloud_config` in a [`workdir`] named after
+/// `test`, with [`quick_flags`] and `extra`: the controller and its `/metrics` port.
+pub fn start_on_memory(server: &FakeApiServer, test: &str, cloud_config: &str, extra: &[&str]) -> (Controller, u16) {
+    let dir = workdir(server, test, cloud_config);
+    let port = free_port();
+    (Controller::start(&dir, "controller", &quick_flags(&dir, port, extra)), port)
+}

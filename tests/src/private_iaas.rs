@@ -340,9 +340,25 @@ pub fn status_text(server: &FakeApiServer) -> Option<String> {
     server.get::<ConfigMap>(Some("kube-system"), STATUS_CONFIG_MAP)?.data?.remove("status")
 }
 
+/// The status ConfigMap's entry for node group `group` (`health`, `scaleUp`, `scaleDown`).
+pub fn node_group_status(server: &FakeApiServer, group: &str) -> Option<Value> {
+    let status: Value = serde_saphyr::from_str(&status_text(server)?).ok()?;
+    status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == group).cloned()
+}
+
 /// Events the autoscaler records on its status ConfigMap (scale-ups, failures, instance errors).
 pub fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
     events(server, "ConfigMap", STATUS_CONFIG_MAP)
+}
+
+/// The messages of the `ScaledUpGroup` events written after an IncreaseSize succeeded (one per
+/// call; upstream writes another before each call).
+pub fn succeeded_scale_ups(server: &FakeApiServer) -> Vec<String> {
+    status_events(server)
+        .into_iter()
+        .filter(|(reason, message)| reason == "ScaledUpGroup" && message.contains("succeeded"))
+        .map(|(_, message)| message)
+        .collect()
 }
 
 pub use crate::controller::has_taint;
@@ -523,7 +539,6 @@ impl Cluster {
 
     /// The status ConfigMap's entry for the pool's node group.
     pub fn group_status(&self) -> Option<Value> {
-        let status: Value = serde_saphyr::from_str(&status_text(&self.server)?).ok()?;
-        status["nodeGroups"].as_array()?.iter().find(|g| g["name"] == POOL).cloned()
+        node_group_status(&self.server, POOL)
     }
 }

@@ -8,60 +8,15 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use tests::controller::{
-    Controller, event_reasons, first_node, free_port, has_taint, health, metrics_text, node_names, pending_pod,
-    quick_flags, running_pod, sample, workdir,
+    event_reasons, first_node, has_taint, health, memory_cloud_config, memory_group, metrics_text, more_iterations,
+    node_names, pending_pod, running_pod, sample, start_on_memory,
 };
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
+use tests::private_iaas::{status_events, succeeded_scale_ups};
 use tests::{bind, eventually};
 
 const STATUS: &str = "cluster-autoscaler-status";
 const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
-
-/// A memory provider node group in the `nodeGroups` format: `cpu`-core nodes.
-fn group(id: &str, cpu: u32, min: usize, max: usize, initial: usize) -> String {
-    format!(
-        r#"  - id: {id}
-    minSize: {min}
-    maxSize: {max}
-    initialSize: {initial}
-    provisioningDelay: 1s
-    template:
-      metadata:
-        labels: {{pool: {id}, kubernetes.io/os: linux}}
-      status:
-        capacity: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
-        allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}
-"#
-    )
-}
-
-/// How many loop iterations the controller has run (`function_duration_seconds{main}`).
-fn iterations(text: &str) -> f64 {
-    sample(text, r#"cluster_autoscaler_function_duration_seconds_count{function="main"}"#).unwrap_or(0.0)
-}
-
-/// Waits until the controller has run `more` iterations after the ones `text` counted: what
-/// it decided meanwhile is settled, whatever the machine's speed.
-async fn more_iterations(port: u16, text: &str, more: f64) {
-    let start = iterations(text);
-    eventually(&format!("{more} more loop iterations"), || async {
-        (iterations(&metrics_text(port).await) >= start + more).then_some(())
-    })
-    .await;
-}
-
-/// The events recorded on the status ConfigMap (upstream's scale-up events go there), as
-/// (reason, message).
-fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
-    server
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| {
-            e.involved_object.kind.as_deref() == Some("ConfigMap") && e.involved_object.name.as_deref() == Some(STATUS)
-        })
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
-}
 
 /// Upstream: a failed IncreaseSize emits `FailedToScaleUpGroup` on the status ConfigMap, counts
 /// `failed_scale_ups_total{reason="cloudProviderError"}` and backs the group off; the next loop
@@ -71,14 +26,11 @@ fn status_events(server: &FakeApiServer) -> Vec<(String, String)> {
 async fn a_failed_increase_size_backs_the_group_off_and_another_group_scales_up() {
     let server = FakeApiServer::start().await;
     // least-waste prefers the 4-core group for a 3-core pod; its first IncreaseSize fails.
-    let cloud_config = format!(
-        "nodeGroups:\n{}{}faults:\n  - {{group: small, type: failIncreaseSize, times: 1}}\n",
-        group("small", 4, 1, 3, 1),
-        group("large", 16, 0, 3, 0)
+    let cloud_config = memory_cloud_config(
+        &[memory_group("small", 4, 1, 3, 1), memory_group("large", 16, 0, 3, 0)],
+        &["{group: small, type: failIncreaseSize, times: 1}"],
     );
-    let dir = workdir(&server, "increase-fails", &cloud_config);
-    let port = free_port();
-    let mut controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &["--expander=least-waste"]));
+    let (mut controller, port) = start_on_memory(&server, "increase-fails", &cloud_config, &["--expander=least-waste"]);
     let first = first_node(&server, &controller).await;
     assert_eq!(first, "small-1");
     server.seed(&running_pod("filler", 3000, &first));
@@ -183,12 +135,8 @@ async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_delete_nodes_untaints_and_uncordons_the_node_and_a_later_retry_removes_it() {
     let server = FakeApiServer::start().await;
-    let cloud_config = format!(
-        "nodeGroups:\n{}faults:\n  - {{group: pool, type: failDeleteNodes, times: 1}}\n",
-        group("pool", 4, 1, 3, 2)
-    );
-    let dir = workdir(&server, "delete-fails", &cloud_config);
-    let port = free_port();
+    let cloud_config =
+        memory_cloud_config(&[memory_group("pool", 4, 1, 3, 2)], &["{group: pool, type: failDeleteNodes, times: 1}"]);
     let extra = [
         "--cordon-node-before-terminating=true",
         "--node-delete-delay-after-taint=0s",
@@ -198,7 +146,7 @@ async fn a_failed_delete_nodes_untaints_and_uncordons_the_node_and_a_later_retry
         "--scale-down-delay-type-local=true",
         "--scale-down-delay-after-failure=8s",
     ];
-    let controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &extra));
+    let (controller, port) = start_on_memory(&server, "delete-fails", &cloud_config, &extra);
     let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
         let nodes = node_names(&server);
         (nodes.len() == 2).then_some(nodes)
@@ -256,9 +204,8 @@ async fn a_failed_delete_nodes_untaints_and_uncordons_the_node_and_a_later_retry
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bursts_of_5xx_and_429_on_watches_and_lists_delay_the_burst_but_never_double_it() {
     let server = FakeApiServer::start().await;
-    let dir = workdir(&server, "watch-bursts", &format!("nodeGroups:\n{}", group("pool", 4, 1, 10, 1)));
-    let port = free_port();
-    let mut controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &[]));
+    let cloud_config = memory_cloud_config(&[memory_group("pool", 4, 1, 10, 1)], &[]);
+    let (mut controller, port) = start_on_memory(&server, "watch-bursts", &cloud_config, &[]);
     let first = first_node(&server, &controller).await;
     server.seed(&running_pod("filler", 4000, &first));
     eventually("the controller's watches", || async { (server.active_watches() >= 10).then_some(()) }).await;
@@ -300,11 +247,7 @@ async fn bursts_of_5xx_and_429_on_watches_and_lists_delay_the_burst_but_never_do
     let text = metrics_text(port).await;
     assert_eq!(node_names(&server).len(), 4, "no second scale-up for the same pods");
     assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(3.0), "{text}");
-    let increases: Vec<String> = status_events(&server)
-        .into_iter()
-        .filter(|(reason, message)| reason == "ScaledUpGroup" && message.contains("succeeded"))
-        .map(|(_, message)| message)
-        .collect();
+    let increases = succeeded_scale_ups(&server);
     assert_eq!(increases.len(), 1, "one IncreaseSize for the burst: {increases:?}");
     assert!(increases[0].contains("size to 4 instead of 1"), "{increases:?}");
 

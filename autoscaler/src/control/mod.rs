@@ -425,18 +425,17 @@ impl Autoscaler {
         let update = self.registry.update(&view, &cloud, &self.options, now);
         report.timings.update_cluster_state = laps.lap();
         let config_map = status_ref(&self.options);
-        for (group, increase) in &update.timed_out {
+        for timed_out in &update.timed_out {
+            let (group, increase) = (&timed_out.group, &timed_out.increase);
             report.timed_out.push((group.clone(), *increase));
-            let provision = cloud.group(group).map_or(self.options.node_group_defaults.max_node_provision_time, |g| {
-                g.options.max_node_provision_time
-            });
+            // As upstream: the time since the request (at least the provision time).
             report.events.push(Event {
                 object: config_map.clone(),
                 event_type: EventType::Warning,
                 reason: EventReason::ScaleUpTimedOut,
                 message: format!(
                     "Nodes added to group {group} failed to register within {}",
-                    cloudprovider::duration::format_go_duration(provision)
+                    cloudprovider::duration::format_go_duration(timed_out.waited)
                 ),
             });
             // Upstream reverts a timed-out scale-up, so the cloud stops trying to provision it.
@@ -608,13 +607,26 @@ impl Autoscaler {
                 } else {
                     handle.delete_nodes(nodes).await
                 };
-                let (event_type, reason, message) = match &result {
-                    Ok(()) => (
+                // Upstream's words for unregistered nodes (`removeOldUnregisteredNodes`, whose
+                // fake nodes are named by their instance); upstream records no event for failed
+                // creations, so theirs say which removal it was.
+                let (event_type, reason, message) = match (&result, i.reason) {
+                    (Ok(()), InstanceRemoval::Unregistered) => (
+                        EventType::Normal,
+                        EventReason::DeleteUnregistered,
+                        format!("Removed unregistered node {}", i.instance_id),
+                    ),
+                    (Ok(()), InstanceRemoval::CreateError) => (
                         EventType::Normal,
                         EventReason::DeleteUnregistered,
                         format!("Removed instance {} ({})", i.instance_id, i.reason),
                     ),
-                    Err(e) => (
+                    (Err(e), InstanceRemoval::Unregistered) => (
+                        EventType::Warning,
+                        EventReason::DeleteUnregisteredFailed,
+                        format!("Failed to remove node {}: {e}", i.instance_id),
+                    ),
+                    (Err(e), InstanceRemoval::CreateError) => (
                         EventType::Warning,
                         EventReason::DeleteUnregisteredFailed,
                         format!("Failed to remove instance {}: {e}", i.instance_id),

@@ -4,7 +4,7 @@
 //! whose target and registered nodes disagree for too long. Each loop it turns one reading of
 //! the cluster into the `ClusterState` the decision reads, plus the repairs the loop must make.
 
-use cloudprovider::duration::later;
+use cloudprovider::duration::{elapsed, format_go_duration, later};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -61,12 +61,21 @@ pub struct InstanceToRemove {
     pub reason: InstanceRemoval,
 }
 
+/// A scale-up request whose nodes did not all start within the group's provision time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimedOutScaleUp {
+    pub group: String,
+    pub increase: usize,
+    /// From the request to the loop that found it timed out (upstream prints this).
+    pub waited: Duration,
+}
+
 /// What one registry update found, for the loop to act on and report.
 #[derive(Clone, Debug, Default)]
 pub struct RegistryUpdate {
     pub state: ClusterState,
-    /// Scale-up requests that timed out: (group, increase). The groups are backed off.
-    pub timed_out: Vec<(String, usize)>,
+    /// Scale-up requests that timed out. The groups are backed off.
+    pub timed_out: Vec<TimedOutScaleUp>,
     /// Instances whose creation failed, newly seen: the groups are backed off.
     pub failed_instances: Vec<(String, String, InstanceErrorInfo)>,
     /// Instances to delete: long unregistered, or failed to create.
@@ -219,9 +228,17 @@ impl Registry {
                     gs.backoff = self.backoff.status(&group.id, now);
                 } else if request.expected < now {
                     self.scale_up_requests.remove(&group.id);
-                    self.backoff.fail(&group.id, "timeout", "scale-up timed out", now);
+                    let waited = elapsed(request.time, now);
+                    // Upstream's error info for a timeout, shown as the status's backoffInfo.
+                    let message =
+                        format!("Scale-up timed out for node group {} after {}", group.id, format_go_duration(waited));
+                    self.backoff.fail(&group.id, "timeout", &message, now);
                     gs.backoff = self.backoff.status(&group.id, now);
-                    update.timed_out.push((group.id.clone(), request.increase));
+                    update.timed_out.push(TimedOutScaleUp {
+                        group: group.id.clone(),
+                        increase: request.increase,
+                        waited,
+                    });
                 } else {
                     pending_increase = request.increase;
                 }
@@ -262,5 +279,49 @@ impl Registry {
             set.retain(|n| names.contains(n.as_str()));
         }
         update
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use cloudprovider::{Instance, InstanceStatus};
+
+    use super::*;
+    use crate::core::fixtures::{cloud, group, node};
+
+    /// Upstream's `updateScaleRequests`: a timed-out scale-up backs its group off with error
+    /// code `timeout` and the message "Scale-up timed out for node group G after D", D the time
+    /// since the request, which the status ConfigMap shows as the group's backoffInfo.
+    #[test]
+    fn a_timed_out_scale_up_backs_the_group_off_with_upstreams_error_info() {
+        let registered = Arc::new(node("n1", "g", 4000, 16, 110));
+        let mut g = group("g", 0, 3, &[&registered], (*registered).clone());
+        // The scale-up's instance runs but never registered.
+        g.instances.push(Instance {
+            id: "bench://g/n2".into(),
+            status: Some(InstanceStatus { state: InstanceState::Running, error: None }),
+        });
+        g.target_size = 2;
+        let view = ClusterView { nodes: vec![registered.clone()], ..Default::default() };
+        let cloud = cloud(vec![g], &view.nodes);
+        let options = AutoscalingOptions::default();
+        let requested: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let mut registry = Registry::new(&options);
+        registry.register_scale_up("g", 1, Duration::from_secs(10), requested);
+
+        let before = registry.update(&view, &cloud, &options, later(requested, Duration::from_secs(10)));
+        assert!(before.timed_out.is_empty(), "due at the provision time, timed out only after it");
+        let now = later(requested, Duration::from_millis(10_500));
+        let update = registry.update(&view, &cloud, &options, now);
+        assert_eq!(
+            update.timed_out,
+            vec![TimedOutScaleUp { group: "g".into(), increase: 1, waited: Duration::from_millis(10_500) }]
+        );
+        let backoff = update.state.groups["g"].backoff.clone().expect("the group is backed off");
+        assert_eq!(backoff.error_code, "timeout");
+        assert_eq!(backoff.error_message, "Scale-up timed out for node group g after 10.5s");
+        assert!(registry.scale_up_request("g").is_none(), "the request is over");
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::ports::Clock;
-use cloudprovider::duration::format_go_duration;
+use cloudprovider::duration::{elapsed, format_go_duration};
 
 /// The three limits, with upstream's flag defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,11 +78,6 @@ impl std::fmt::Display for Unhealthy {
             format_go_duration(self.since_success)
         )
     }
-}
-
-fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
-    // Negative spans (a time recorded "in the future" by another clock) count as zero.
-    Duration::try_from(to.duration_since(from)).unwrap_or(Duration::ZERO)
 }
 
 impl HealthCheck {

@@ -209,15 +209,29 @@ pub(crate) struct GroupFaults {
     pub never_register: usize,
     /// Launches requested within `[from, until)` all fail with a stock-out.
     pub stock_outs: Vec<(k8s_openapi::jiff::Timestamp, k8s_openapi::jiff::Timestamp)>,
+    /// Increases carried out, then answered this much later (wall-clock time).
+    pub slow_increase: Option<(FaultCount, Duration)>,
+    /// Deletions carried out, then answered this much later (wall-clock time).
+    pub slow_delete: Option<(FaultCount, Duration)>,
 }
 
 impl GroupFaults {
     pub(crate) fn take_increase_failure(&mut self) -> Option<CloudProviderError> {
-        take_failure(&mut self.fail_increase)
+        take_shot(&mut self.fail_increase)
     }
 
     pub(crate) fn take_delete_failure(&mut self) -> Option<CloudProviderError> {
-        take_failure(&mut self.fail_delete)
+        take_shot(&mut self.fail_delete)
+    }
+
+    /// How long the answer to this increase is held back, when a slow fault fires.
+    pub(crate) fn take_increase_delay(&mut self) -> Option<Duration> {
+        take_shot(&mut self.slow_increase)
+    }
+
+    /// How long the answer to this deletion is held back, when a slow fault fires.
+    pub(crate) fn take_delete_delay(&mut self) -> Option<Duration> {
+        take_shot(&mut self.slow_delete)
     }
 
     pub(crate) fn stocked_out(&self, now: k8s_openapi::jiff::Timestamp) -> bool {
@@ -225,14 +239,15 @@ impl GroupFaults {
     }
 }
 
-fn take_failure(slot: &mut Option<(FaultCount, CloudProviderError)>) -> Option<CloudProviderError> {
-    let (count, error) = slot.as_mut()?;
+/// Fires an armed fault once: its payload when it fires; the slot is emptied once spent.
+fn take_shot<T: Clone>(slot: &mut Option<(FaultCount, T)>) -> Option<T> {
+    let (count, payload) = slot.as_mut()?;
     if count.take() {
-        let error = error.clone();
+        let payload = payload.clone();
         if *count == FaultCount::Times(0) {
             *slot = None;
         }
-        Some(error)
+        Some(payload)
     } else {
         *slot = None;
         None

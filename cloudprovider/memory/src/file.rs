@@ -16,7 +16,12 @@
 //! - {group: general, type: failIncreaseSize, times: 1}   # times: default always
 //! - {group: general, type: failDeleteNodes, times: 2}
 //! - {group: general, type: neverRegister, count: 1}      # count: default 1
+//! - {group: general, type: slowIncreaseSize, delay: 30s, times: 1}   # carried out, answered 30s late
+//! - {group: general, type: slowDeleteNodes, delay: 10m}
 //! ```
+//!
+//! A slow fault holds the answer of a call the cloud has already carried out (the worst case
+//! for a caller that gives up waiting) for `delay`, a Go duration, in wall-clock time.
 //!
 //! Every error names the file, the line and the field (`nodeGroups[1].template.status…`).
 //! (A `simulate` scenario arms faults at chosen times with its `events` instead.)
@@ -114,6 +119,7 @@ struct RawStartFault {
     fault_type: String,
     times: Option<usize>,
     count: Option<usize>,
+    delay: Option<String>,
 }
 
 /// A fault armed when the provider starts (the `faults` list of `--cloud-config`), so that the
@@ -126,6 +132,10 @@ pub enum StartFault {
     FailDeleteNodes { group: String, times: FaultCount },
     /// The next `count` instances `group` launches never register a Node.
     NeverRegister { group: String, count: usize },
+    /// The next `times` IncreaseSize calls of `group` are carried out, then answered `delay` late.
+    SlowIncreaseSize { group: String, times: FaultCount, delay: Duration },
+    /// The next `times` DeleteNodes calls of `group` are carried out, then answered `delay` late.
+    SlowDeleteNodes { group: String, times: FaultCount, delay: Duration },
 }
 
 impl StartFault {
@@ -143,9 +153,30 @@ impl StartFault {
                 provider.fail_delete_nodes(group, *times, error(group, "DeleteNodes"))
             }
             StartFault::NeverRegister { group, count } => provider.never_register(group, *count),
+            StartFault::SlowIncreaseSize { group, times, delay } => provider.slow_increase_size(group, *times, *delay),
+            StartFault::SlowDeleteNodes { group, times, delay } => provider.slow_delete_nodes(group, *times, *delay),
         }
     }
 }
+
+/// The fault types of the `faults` list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FaultType {
+    FailIncreaseSize,
+    FailDeleteNodes,
+    NeverRegister,
+    SlowIncreaseSize,
+    SlowDeleteNodes,
+}
+
+/// The `type` values of the `faults` list, as written.
+const FAULT_TYPES: &[(&str, FaultType)] = &[
+    ("failIncreaseSize", FaultType::FailIncreaseSize),
+    ("failDeleteNodes", FaultType::FailDeleteNodes),
+    ("neverRegister", FaultType::NeverRegister),
+    ("slowIncreaseSize", FaultType::SlowIncreaseSize),
+    ("slowDeleteNodes", FaultType::SlowDeleteNodes),
+];
 
 /// The memory provider's `--cloud-config`: its groups and the faults armed at start.
 #[derive(Clone, Debug)]
@@ -171,22 +202,36 @@ pub fn parse_cloud_config(text: &str, file: &str) -> Result<GroupsFile, FileErro
         }
         let times = f.times.map_or(FaultCount::Always, FaultCount::Times);
         let group = f.group.clone();
-        faults.push(match (f.fault_type.as_str(), f.times, f.count) {
-            ("failIncreaseSize", _, None) => StartFault::FailIncreaseSize { group, times },
-            ("failDeleteNodes", _, None) => StartFault::FailDeleteNodes { group, times },
-            ("neverRegister", None, count) => StartFault::NeverRegister { group, count: count.unwrap_or(1) },
-            ("failIncreaseSize" | "failDeleteNodes", _, Some(_)) => {
-                return Err(err("count", format!("{} takes times, not count", f.fault_type)));
-            }
-            ("neverRegister", Some(_), _) => {
-                return Err(err("times", "neverRegister takes count, not times".into()));
-            }
-            (other, _, _) => {
-                return Err(err(
-                    "type",
-                    format!("unknown fault {other:?} (failIncreaseSize, failDeleteNodes, neverRegister)"),
-                ));
-            }
+        let kind = f.fault_type.as_str();
+        let Some(&(_, fault_type)) = FAULT_TYPES.iter().find(|(name, _)| *name == kind) else {
+            let known: Vec<&str> = FAULT_TYPES.iter().map(|(name, _)| *name).collect();
+            return Err(err("type", format!("unknown fault {kind:?} ({})", known.join(", "))));
+        };
+        // neverRegister counts instances; the others count calls.
+        let counts_instances = fault_type == FaultType::NeverRegister;
+        if counts_instances && f.times.is_some() {
+            return Err(err("times", format!("{kind} takes count, not times")));
+        }
+        if !counts_instances && f.count.is_some() {
+            return Err(err("count", format!("{kind} takes times, not count")));
+        }
+        let slow = matches!(fault_type, FaultType::SlowIncreaseSize | FaultType::SlowDeleteNodes);
+        let delay = match (&f.delay, slow) {
+            (None, true) => return Err(err("delay", format!("{kind} needs a delay, such as 30s"))),
+            (Some(_), false) => return Err(err("delay", format!("{kind} takes no delay"))),
+            (None, false) => Duration::ZERO,
+            (Some(text), true) => match parse_go_duration(text) {
+                Ok(delay) if delay.is_zero() => return Err(err("delay", "must be longer than 0s".into())),
+                Ok(delay) => delay,
+                Err(message) => return Err(err("delay", message)),
+            },
+        };
+        faults.push(match fault_type {
+            FaultType::FailIncreaseSize => StartFault::FailIncreaseSize { group, times },
+            FaultType::FailDeleteNodes => StartFault::FailDeleteNodes { group, times },
+            FaultType::NeverRegister => StartFault::NeverRegister { group, count: f.count.unwrap_or(1) },
+            FaultType::SlowIncreaseSize => StartFault::SlowIncreaseSize { group, times, delay },
+            FaultType::SlowDeleteNodes => StartFault::SlowDeleteNodes { group, times, delay },
         });
     }
     Ok(GroupsFile { groups, faults })
@@ -353,6 +398,47 @@ mod tests {
         assert_eq!(parse_cloud_config(&unknown_type, "groups.yaml").unwrap_err().field, "faults[0].type");
         let wrong_key = format!("{FILE}faults:\n- {{group: general, type: failDeleteNodes, count: 1}}\n");
         assert_eq!(parse_cloud_config(&wrong_key, "groups.yaml").unwrap_err().field, "faults[0].count");
+    }
+
+    #[test]
+    fn slow_faults_need_a_positive_delay_and_take_times() {
+        let text = format!(
+            "{FILE}faults:\n- {{group: general, type: slowIncreaseSize, delay: 30s, times: 1}}\n- {{group: general, type: slowDeleteNodes, delay: 1m30s}}\n"
+        );
+        let file = parse_cloud_config(&text, "groups.yaml").unwrap();
+        assert_eq!(
+            file.faults,
+            vec![
+                StartFault::SlowIncreaseSize {
+                    group: "general".into(),
+                    times: FaultCount::Times(1),
+                    delay: Duration::from_secs(30)
+                },
+                StartFault::SlowDeleteNodes {
+                    group: "general".into(),
+                    times: FaultCount::Always,
+                    delay: Duration::from_secs(90)
+                },
+            ]
+        );
+        let error_of = |fault: &str| {
+            let error = parse_cloud_config(&format!("{FILE}faults:\n- {fault}\n"), "groups.yaml").unwrap_err();
+            (error.field.clone(), error.line, error.to_string())
+        };
+        let (field, line, message) = error_of("{group: general, type: slowIncreaseSize}");
+        assert_eq!((field.as_str(), line), ("faults[0].delay", Some(9)), "{message}");
+        assert!(message.contains("needs a delay"), "{message}");
+        let (field, _, message) = error_of("{group: general, type: slowDeleteNodes, delay: soon}");
+        assert_eq!(field, "faults[0].delay", "{message}");
+        assert!(message.starts_with("groups.yaml:9: "), "{message}");
+        let (field, _, message) = error_of("{group: general, type: slowDeleteNodes, delay: 0s}");
+        assert_eq!(field, "faults[0].delay");
+        assert!(message.contains("longer than 0s"), "{message}");
+        assert_eq!(error_of("{group: general, type: failIncreaseSize, delay: 5s}").0, "faults[0].delay");
+        assert_eq!(error_of("{group: general, type: slowIncreaseSize, delay: 5s, count: 1}").0, "faults[0].count");
+        let (field, _, message) = error_of("{group: general, type: slowCreate, delay: 5s}");
+        assert_eq!(field, "faults[0].type");
+        assert!(message.contains("slowIncreaseSize, slowDeleteNodes"), "{message}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Node;
@@ -10,6 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::config::{MemoryGroupSpec, MemoryProviderConfig};
 use super::state::{MinSizeCheck, ProviderState};
 use super::time::SharedTime;
+use cloudprovider::duration::format_go_duration;
 use cloudprovider::{CloudProviderError, Instance, NodeGroup, NodeGroupAutoscalingOptions, NodeTemplate, Result};
 
 /// What the provider, its groups and its pricing share.
@@ -60,13 +62,31 @@ impl MemoryNodeGroup {
         &self.inner.config.groups[self.index]
     }
 
-    fn increase(&self, delta: usize, atomic: bool) -> Result<()> {
-        let (mut state, now) = self.inner.settled();
-        let config = &self.inner.config;
-        state.increase(&config.groups, self.index, delta, now, config.error_report_delay, atomic)
+    async fn increase(&self, delta: usize, atomic: bool) -> Result<()> {
+        let (result, delay) = {
+            let (mut state, now) = self.inner.settled();
+            let delay = state.group_mut(self.index).faults.take_increase_delay();
+            let config = &self.inner.config;
+            (state.increase(&config.groups, self.index, delta, now, config.error_report_delay, atomic), delay)
+        };
+        self.answer_late("IncreaseSize", delay).await;
+        result
     }
 
-    fn delete(&self, nodes: &[Node], check: MinSizeCheck) -> Result<()> {
+    /// Holds the answer of a call already carried out for `delay` (a slow fault), with the
+    /// state unlocked so other calls go on meanwhile.
+    async fn answer_late(&self, call: &str, delay: Option<Duration>) {
+        if let Some(delay) = delay {
+            tracing::info!(
+                group = %self.spec().id,
+                delay = %format_go_duration(delay),
+                "{call} carried out; its answer is held back (a slow fault armed on the memory provider)"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn delete(&self, nodes: &[Node], check: MinSizeCheck) -> Result<()> {
         let mut pairs = Vec::with_capacity(nodes.len());
         for node in nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -78,9 +98,14 @@ impl MemoryNodeGroup {
             };
             pairs.push((name, id.to_string()));
         }
-        let (mut state, now) = self.inner.settled();
-        let config = &self.inner.config;
-        state.delete(&config.groups, self.index, &pairs, check, now, config.deletion_delay)
+        let (result, delay) = {
+            let (mut state, now) = self.inner.settled();
+            let delay = state.group_mut(self.index).faults.take_delete_delay();
+            let config = &self.inner.config;
+            (state.delete(&config.groups, self.index, &pairs, check, now, config.deletion_delay), delay)
+        };
+        self.answer_late("DeleteNodes", delay).await;
+        result
     }
 }
 
@@ -115,20 +140,20 @@ impl NodeGroup for MemoryNodeGroup {
     }
 
     async fn increase_size(&self, delta: usize) -> Result<()> {
-        self.increase(delta, false)
+        self.increase(delta, false).await
     }
 
     /// All-or-nothing: when the cloud can fulfil only part of the request, no instance launches.
     async fn atomic_increase_size(&self, delta: usize) -> Result<()> {
-        self.increase(delta, true)
+        self.increase(delta, true).await
     }
 
     async fn delete_nodes(&self, nodes: &[Node]) -> Result<()> {
-        self.delete(nodes, MinSizeCheck::Respect)
+        self.delete(nodes, MinSizeCheck::Respect).await
     }
 
     async fn force_delete_nodes(&self, nodes: &[Node]) -> Result<()> {
-        self.delete(nodes, MinSizeCheck::Ignore)
+        self.delete(nodes, MinSizeCheck::Ignore).await
     }
 
     async fn decrease_target_size(&self, delta: i64) -> Result<()> {

@@ -35,8 +35,10 @@
 //!   upstream's "attempt to delete existing nodes" message.
 //! - Faults ([`MemoryCloudProvider::fail_increase_size`], `partial_fulfilment`,
 //!   `never_register`, `fail_delete_nodes`, `stock_out`, `clear_faults`) can be armed at any time.
+//!   `slow_increase_size` and `slow_delete_nodes` carry a call out, then hold its answer for a
+//!   wall-clock delay: they are for the controller (`--cloud-config`), not the virtual clock.
 //! - Time comes only from the [`SharedTime`]: every call first applies the transitions due at
-//!   its current value. There are no timers and no wall clock.
+//!   its current value. There are no timers and no wall clock (but for the slow faults' delays).
 //! - Prices: a group's `price_per_hour`, else per-unit prices of the node's capacity (as the
 //!   static provider). Template copies named `template-node-for-<group>[-…]` price as their group.
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Node;
@@ -117,6 +118,30 @@ impl MemoryCloudProvider {
         error: CloudProviderError,
     ) -> Result<(), MemoryProviderError> {
         self.with_group(group, |g| g.faults.fail_delete = Some((times, error)))
+    }
+
+    /// The next `times` calls of `increase_size` (and `atomic_increase_size`) on `group` are
+    /// carried out at once, then answered `delay` later: a cloud API that is slow to answer,
+    /// the worst case for a caller that gives up waiting. The delay is wall-clock time (a
+    /// tokio timer), for the controller; `simulate`'s virtual clock does not wait on it.
+    /// Dropping the call's future (a cancelled loop) ends the wait; what was done stays done.
+    pub fn slow_increase_size(
+        &self,
+        group: &str,
+        times: FaultCount,
+        delay: Duration,
+    ) -> Result<(), MemoryProviderError> {
+        self.with_group(group, |g| g.faults.slow_increase = Some((times, delay)))
+    }
+
+    /// The same for `delete_nodes` (and `force_delete_nodes`) on `group`.
+    pub fn slow_delete_nodes(
+        &self,
+        group: &str,
+        times: FaultCount,
+        delay: Duration,
+    ) -> Result<(), MemoryProviderError> {
+        self.with_group(group, |g| g.faults.slow_delete = Some((times, delay)))
     }
 
     /// Increases of `group` requested within `[from, until)` succeed, but none of their

@@ -327,6 +327,44 @@ async fn fail_delete_nodes_fails_the_given_number_of_calls() {
     assert_eq!(group.target_size().await.unwrap(), 1);
 }
 
+/// A slow call is carried out at once and answered late; dropping it (a cancelled loop) keeps
+/// what was done; only the armed number of calls is slow.
+#[tokio::test]
+async fn slow_calls_are_carried_out_at_once_and_answered_late() {
+    let (provider, _) = provider(vec![spec("general", 1, 10, 2)]);
+    let group = provider.group("general").unwrap();
+    // Far longer than the test may take: the call can only end by being dropped.
+    let hour = Duration::from_secs(3_600);
+    provider.slow_increase_size("general", FaultCount::Times(1), hour).unwrap();
+    let slow = tokio::spawn({
+        let group = group.clone();
+        async move { group.increase_size(1).await }
+    });
+    let carried_out = async {
+        while group.target_size().await.unwrap() != 3 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), carried_out).await.expect("the increase carried out at once");
+    assert!(!slow.is_finished(), "its answer is held back");
+    slow.abort();
+    assert!(slow.await.unwrap_err().is_cancelled());
+    assert_eq!(group.target_size().await.unwrap(), 3, "a dropped call keeps what it did");
+    // The fault is spent: the next call answers at once.
+    tokio::time::timeout(Duration::from_secs(10), group.increase_size(1)).await.expect("answered at once").unwrap();
+
+    provider.slow_delete_nodes("general", FaultCount::Always, hour).unwrap();
+    let node = [node_with_provider_id("general-1", "memory://general/1")];
+    let answered = tokio::time::timeout(Duration::from_millis(200), group.delete_nodes(&node)).await;
+    assert!(answered.is_err(), "the deletion's answer is held back");
+    assert_eq!(group.target_size().await.unwrap(), 3, "but the deletion was carried out");
+    provider.clear_faults("general").unwrap();
+    assert!(matches!(
+        provider.slow_delete_nodes("nope", FaultCount::Always, hour),
+        Err(MemoryProviderError::UnknownGroup(_))
+    ));
+}
+
 #[tokio::test]
 async fn stock_out_fails_every_launch_requested_inside_its_window() {
     let (provider, time) = provider(vec![spec("general", 0, 10, 0)]);
