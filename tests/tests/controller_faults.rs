@@ -85,12 +85,8 @@ async fn a_failed_increase_size_backs_the_group_off_and_another_group_scales_up(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loop() {
     let server = FakeApiServer::start().await;
-    let cloud_config = format!(
-        "nodeGroups:\n{}faults:\n  - {{group: pool, type: failDeleteNodes, times: 1}}\n",
-        group("pool", 4, 1, 3, 2)
-    );
-    let dir = workdir(&server, "untaint-fails", &cloud_config);
-    let port = free_port();
+    let cloud_config =
+        memory_cloud_config(&[memory_group("pool", 4, 1, 3, 2)], &["{group: pool, type: failDeleteNodes, times: 1}"]);
     let extra = [
         "--cordon-node-before-terminating=true",
         // The window between the taint and DeleteNodes in which the untaint's fault is armed.
@@ -99,7 +95,7 @@ async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loo
         "--scale-down-delay-type-local=true",
         "--scale-down-delay-after-failure=10m",
     ];
-    let controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, &extra));
+    let (controller, port) = start_on_memory(&server, "untaint-fails", &cloud_config, &extra);
     let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
         let nodes = node_names(&server);
         (nodes.len() == 2).then_some(nodes)
