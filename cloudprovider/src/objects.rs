@@ -6,7 +6,8 @@
 //! drop part of an object without a word and change the decision. Hand-written files make them
 //! errors; dumps from `kubectl` (whose API server may be newer than our types) warn.
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 
 use crate::quantity::quantity_value;
@@ -32,6 +33,24 @@ pub fn read<T: DeserializeOwned>(value: Value) -> Result<Read<T>, ObjectError> {
     let object = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut note))
         .map_err(|e| ObjectError { path: e.path().to_string(), message: e.inner().to_string() })?;
     Ok(Read { object, unknown_fields })
+}
+
+/// Reads `T` from `deserializer`, listing the fields `T` does not know. Unlike `read`, a refusal
+/// says only why, not where: callers that can read the input again ask `refusal` for the path
+/// then, so that objects read whole (a dump's thousands of pods) do not each pay for tracking it.
+pub fn read_listing<'de, T: Deserialize<'de>, D: Deserializer<'de>>(deserializer: D) -> Result<Read<T>, D::Error> {
+    let mut unknown_fields = Vec::new();
+    let mut note = |path: serde_ignored::Path<'_>| unknown_fields.push(render(&path));
+    let object = T::deserialize(serde_ignored::Deserializer::new(deserializer, &mut note))?;
+    Ok(Read { object, unknown_fields })
+}
+
+/// Where and why reading `T` from `deserializer` fails (`None` when it does not).
+pub fn refusal<'de, T: Deserialize<'de>, D: Deserializer<'de>>(deserializer: D) -> Option<ObjectError> {
+    match serde_path_to_error::deserialize::<_, T>(deserializer) {
+        Ok(_) => None,
+        Err(e) => Some(ObjectError { path: e.path().to_string(), message: e.inner().to_string() }),
+    }
 }
 
 /// `spec.containers[0].name`, as `kubectl explain` and our other errors write paths (the crate's
@@ -118,25 +137,35 @@ pub fn refused_value(kind: &str, object: &Value) -> Option<ObjectError> {
                     Value::Number(n) => n.to_string(),
                     _ => return Some(ObjectError { path: at, message: "expected a quantity".into() }),
                 };
-                match quantity_value(&text) {
-                    Err(message) => return Some(ObjectError { path: at, message }),
-                    Ok(v) if v < 0.0 => {
-                        let message = format!("{text:?}: must be greater than or equal to 0");
-                        return Some(ObjectError { path: at, message });
-                    }
-                    Ok(_) => {}
+                if let Some(message) = refused_quantity(&text) {
+                    return Some(ObjectError { path: at, message });
                 }
             }
         }
     }
     if matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet" | "ReplicationController")
         && let Some(replicas) = object.pointer("/spec/replicas").and_then(Value::as_i64)
-        && replicas < 0
     {
-        let message = format!("{replicas}: must be greater than or equal to 0");
-        return Some(ObjectError { path: "spec.replicas".into(), message });
+        return refused_replicas(replicas);
     }
     None
+}
+
+/// Why the API server would refuse a resource quantity written `text` (malformed, negative).
+pub fn refused_quantity(text: &str) -> Option<String> {
+    match quantity_value(text) {
+        Err(message) => Some(message),
+        Ok(v) if v < 0.0 => Some(format!("{text:?}: must be greater than or equal to 0")),
+        Ok(_) => None,
+    }
+}
+
+/// The API server refuses a negative `spec.replicas` of a workload.
+pub fn refused_replicas(replicas: i64) -> Option<ObjectError> {
+    (replicas < 0).then(|| ObjectError {
+        path: "spec.replicas".into(),
+        message: format!("{replicas}: must be greater than or equal to 0"),
+    })
 }
 
 /// The values at `pattern` (`a.b[].c`: `[]` goes through every item of a list), with their paths.

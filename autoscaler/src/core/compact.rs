@@ -69,6 +69,10 @@ fn compact_pod(pod: &mut Pod) {
         }
         shrink(&mut status.conditions);
     }
+    if let Some(status) = pod.status.as_mut() {
+        shrink(&mut status.conditions);
+    }
+    shrink(&mut pod.metadata.owner_references);
     let Some(spec) = pod.spec.as_mut() else { return };
     shrink(&mut spec.tolerations);
     shrink(&mut spec.topology_spread_constraints);
@@ -81,10 +85,23 @@ fn compact_pod(pod: &mut Pod) {
                 || v.host_path.is_some()
                 || v.empty_dir.is_some()
         });
-        volumes.shrink_to_fit();
     }
+    shrink(&mut spec.volumes);
+    shrink(&mut spec.tolerations);
+    shrink(&mut spec.topology_spread_constraints);
+    shrink(&mut spec.init_containers);
+    spec.containers.shrink_to_fit();
     let containers = spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten());
     containers.for_each(compact_container);
+}
+
+/// A list parsed grows by doubling: half of its room can be empty, for as long as the object is
+/// kept (a pod's five conditions took room for eight, 480 bytes; its tolerations, owners and
+/// spread constraints as much again).
+fn shrink<T>(list: &mut Option<Vec<T>>) {
+    if let Some(list) = list.as_mut() {
+        list.shrink_to_fit();
+    }
 }
 
 fn compact_container(container: &mut Container) {
@@ -106,6 +123,11 @@ fn compact_container(container: &mut Container) {
 fn compact_node(node: &mut Node) {
     if let Some(status) = node.status.as_mut() {
         status.images = None;
+        shrink(&mut status.conditions);
+        shrink(&mut status.addresses);
+    }
+    if let Some(spec) = node.spec.as_mut() {
+        shrink(&mut spec.taints);
     }
 }
 
@@ -176,7 +198,12 @@ mod tests {
                 ..Default::default()
             }),
         };
+        let mut tolerations = Vec::with_capacity(8);
+        tolerations.push(Default::default());
+        pod.spec.as_mut().unwrap().tolerations = Some(tolerations);
         compact(&mut pod);
+        let kept = pod.spec.as_ref().and_then(|s| s.tolerations.as_ref()).unwrap();
+        assert_eq!((kept.len(), kept.capacity()), (1, 1), "lists keep no empty room");
         assert_eq!(pod.metadata.managed_fields, None);
         assert_eq!(
             pod.metadata.annotations.as_ref().map(|a| a.keys().cloned().collect::<Vec<_>>()),

@@ -60,6 +60,13 @@ impl<'de, K: de::Deserialize<'de> + Resource + std::any::Any> de::Deserialize<'d
     }
 }
 
+/// `deserializer` stepping over the managed fields and the last-applied annotation of the object
+/// it reads, without trimming it: for readers that wrap it further (the dump reader lists the
+/// fields its types do not know around it, so what is stepped over is never listed).
+pub fn skipping<'de, D: Deserializer<'de>>(deserializer: D) -> impl Deserializer<'de, Error = D::Error> {
+    Skipping { inner: deserializer, place: Place::Object }
+}
+
 /// Where a value sits, for what may be skipped in it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -256,13 +263,13 @@ struct Entries<A> {
 }
 
 /// A map key, borrowed from the input when it has no escapes.
-enum Key<'de> {
+pub(crate) enum Key<'de> {
     Borrowed(&'de str),
     Owned(String),
 }
 
 impl Key<'_> {
-    fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             Key::Borrowed(s) => s,
             Key::Owned(s) => s,
@@ -270,7 +277,8 @@ impl Key<'_> {
     }
 }
 
-struct KeyVisitor;
+/// Reads a map key as a `Key`.
+pub(crate) struct KeyVisitor;
 
 impl<'de> Visitor<'de> for KeyVisitor {
     type Value = Key<'de>;

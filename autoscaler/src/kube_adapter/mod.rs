@@ -24,7 +24,7 @@ mod actions;
 mod client;
 mod errors;
 mod events;
-mod lean;
+pub(crate) mod lean;
 mod metrics;
 mod rate_limit;
 mod reader;

@@ -7,19 +7,25 @@
 //! …,pvc,pv,storageclass,csinode`), and a pod's claim missing from it is then missing. A dump
 //! without any says nothing about volumes, and the filters stay off.
 
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-use cloudprovider::objects::{self, ObjectError, refused_value};
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use cloudprovider::objects::{self, ObjectError};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec, ReplicationController,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::scan::{Position, ScanError, Scanner, Survey};
 use crate::core::ClusterView;
+use crate::kube_adapter::lean;
 use crate::podscaling::file_metrics::MetricLists;
 
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +79,7 @@ impl SnapshotError {
 pub struct Seen {
     /// Each object's place and fingerprint: keeping the objects themselves would hold the
     /// whole dump a second time.
-    objects: HashMap<(String, String, String, String), (String, Fingerprint)>,
+    objects: HashMap<(String, String, String, String), (String, super::scan::Fingerprint)>,
     /// The warnings about identical copies, one per copy.
     pub warnings: Vec<String>,
     /// (file, kind, field path without indices) → how many objects have that unknown field.
@@ -94,66 +100,9 @@ impl Seen {
     }
 }
 
-/// What tells two copies of an object apart: 128 bits of two keyed hashes over the object, its
-/// mappings in key order (two copies with their fields in another order are the same object, as
-/// JSON says). Two different objects share one with a chance of about 2^-128 per pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fingerprint(u64, u64);
-
-impl Fingerprint {
-    /// One pass over the value feeding both hashers. A dump holds every pod of the cluster, so
-    /// this runs over each of them: the entries of a mapping are put in key order in a buffer
-    /// kept per depth and reused from one mapping to the next, not allocated for each.
-    fn of(value: &Value) -> Fingerprint {
-        use std::hash::{Hash, Hasher};
-        type Entries<'a> = Vec<(&'a String, &'a Value)>;
-        fn feed<'a>(
-            value: &'a Value,
-            h: &mut [std::collections::hash_map::DefaultHasher; 2],
-            scratch: &mut Vec<Entries<'a>>,
-            depth: usize,
-        ) {
-            let mut both = |x: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| h.iter_mut().for_each(x);
-            match value {
-                Value::Null => both(&|h| 0u8.hash(h)),
-                Value::Bool(b) => both(&|h| (1u8, b).hash(h)),
-                Value::Number(n) => {
-                    let text = n.to_string();
-                    both(&|h| (2u8, &text).hash(h));
-                }
-                Value::String(s) => both(&|h| (3u8, s).hash(h)),
-                Value::Array(items) => {
-                    both(&|h| (4u8, items.len()).hash(h));
-                    items.iter().for_each(|item| feed(item, h, scratch, depth + 1));
-                }
-                Value::Object(map) => {
-                    both(&|h| (5u8, map.len()).hash(h));
-                    if scratch.len() <= depth {
-                        scratch.resize_with(depth + 1, Vec::new);
-                    }
-                    let mut entries = std::mem::take(&mut scratch[depth]);
-                    entries.clear();
-                    entries.extend(map.iter());
-                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                    for (key, value) in &entries {
-                        h.iter_mut().for_each(|h| key.hash(h));
-                        feed(value, h, scratch, depth + 1);
-                    }
-                    scratch[depth] = entries;
-                }
-            }
-        }
-        let mut hashers =
-            [std::collections::hash_map::DefaultHasher::new(), std::collections::hash_map::DefaultHasher::new()];
-        0x5eed_u64.hash(&mut hashers[1]);
-        feed(value, &mut hashers, &mut Vec::new(), 0);
-        Fingerprint(hashers[0].finish(), hashers[1].finish())
-    }
-}
-
 /// Reads one snapshot source (`-` for stdin) into the view (and metric lists into `metrics`).
-/// JSON is read as a stream, one object at a time, so a dump of many pods never sits in memory
-/// as text or as one JSON tree; YAML is read whole.
+/// JSON is read in chunks, one object at a time, each parsed once into its type, so a dump of
+/// many pods never sits in memory as text or as JSON trees; YAML is read whole.
 pub fn load_into(
     view: &mut ClusterView,
     metrics: &mut MetricLists,
@@ -195,8 +144,10 @@ pub fn load_into(
     load_text_with_metrics(view, metrics, seen, &text, name)
 }
 
-/// JSON documents, possibly several back to back (`kubectl get -o json` per resource): each
-/// `List`'s items are added as they are read.
+/// JSON documents, possibly several back to back (`kubectl get -o json` per resource). The text
+/// is cut into values as it is read (`scan`): a `List`'s items are each parsed once, straight
+/// into their type, and added as they come, so a dump of many pods never sits in memory as
+/// text or as JSON trees.
 fn load_json<R: Read>(
     view: &mut ClusterView,
     metrics: &mut MetricLists,
@@ -205,122 +156,228 @@ fn load_json<R: Read>(
     file: &str,
     text_again: impl Fn() -> Option<String>,
 ) -> Result<(), SnapshotError> {
-    let mut reader = serde_json::Deserializer::from_reader(input);
-    let mut document = 0;
-    while reader.end().is_err() {
-        let mut target = Target { view, metrics, seen, file, document, failed: None };
-        let read = serde::de::DeserializeSeed::deserialize(DocumentSeed(&mut target), &mut reader);
-        if let Some((error, item_path)) = target.failed.take() {
-            return Err(match text_again() {
-                Some(text) => error.placed(&text, document, &item_path),
-                None => error,
-            });
+    let mut scanner = Scanner::new(input);
+    let mut target = Target { view, metrics, seen, file, document: 0 };
+    loop {
+        match read_document(&mut scanner, &mut target) {
+            Ok(true) => target.document += 1,
+            Ok(false) => return Ok(()),
+            Err(Failure::Unplaced(error)) => return Err(*error),
+            Err(Failure::Object(failure)) => {
+                let (error, item_path) = *failure;
+                return Err(match text_again() {
+                    Some(text) => error.placed(&text, target.document, &item_path),
+                    None => error,
+                });
+            }
         }
-        read.map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })?;
-        document += 1;
     }
-    Ok(())
 }
 
-/// Where the objects of a JSON document go, and the first error of one (with its item's path).
+/// Where the objects of a JSON document go.
 struct Target<'a> {
     view: &'a mut ClusterView,
     metrics: &'a mut MetricLists,
     seen: &'a mut Seen,
     file: &'a str,
+    /// The document being read, from 0.
     document: usize,
-    failed: Option<(SnapshotError, String)>,
+}
+
+/// Why a JSON document was refused: bad text, or an object refused (with its item's path, to
+/// place the error at its line).
+enum Failure {
+    Unplaced(Box<SnapshotError>),
+    Object(Box<(SnapshotError, String)>),
 }
 
 impl Target<'_> {
-    /// Adds one object; an error is kept and ends the reading (as a serde error, dropped).
-    fn add<E: serde::de::Error>(&mut self, object: Value, position: &str, item_path: String) -> Result<(), E> {
-        add_object(self.view, self.seen, object, self.file, position).map_err(|error| {
-            self.failed = Some((error, item_path));
-            E::custom("object refused")
-        })
+    fn scan_error(&self, error: ScanError) -> Failure {
+        Failure::Unplaced(Box::new(match error {
+            ScanError::Io(source) => SnapshotError::Read { file: self.file.into(), source },
+            ScanError::Syntax { message, at } => syntax_error(self.file, &message, at),
+        }))
     }
 }
 
-struct DocumentSeed<'t, 'a>(&'t mut Target<'a>);
+fn syntax_error(file: &str, message: &str, at: Position) -> SnapshotError {
+    SnapshotError::Syntax { file: file.into(), message: format!("{message} at line {} column {}", at.line, at.column) }
+}
 
-impl<'de> serde::de::DeserializeSeed<'de> for DocumentSeed<'_, '_> {
-    type Value = ();
+/// serde_json's message without the position it appends (counted in a value cut from the text).
+fn without_position(message: &str, error: &serde_json::Error) -> String {
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    message.strip_suffix(&position).unwrap_or(message).to_string()
+}
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
+/// A syntax error serde_json found in a value cut from the text at `at`.
+fn json_syntax_error(file: &str, error: &serde_json::Error, at: Position) -> SnapshotError {
+    let at = at.within(Position { line: error.line() as u64, column: error.column() as u64 });
+    syntax_error(file, &without_position(&error.to_string(), error), at)
+}
+
+/// Reads the next document: false at the end of the text.
+fn read_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'_>) -> Result<bool, Failure> {
+    match scanner.peek().map_err(|e| target.scan_error(e))? {
+        None => Ok(false),
+        Some(b'[') => {
+            scanner.consume(1);
+            read_items(scanner, target, None)?;
+            Ok(true)
+        }
+        Some(b'{') => {
+            scanner.consume(1);
+            read_object_document(scanner, target)?;
+            Ok(true)
+        }
+        Some(_) => {
+            let found = scanner.value().map_err(|e| target.scan_error(e))?;
+            let text = std::str::from_utf8(&scanner.unread()[..found.len]).expect("the scanner checks UTF-8");
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Null) => {}
+                Ok(_) => {
+                    let message = "expected a Kubernetes object, a List or an array of objects";
+                    return Err(Failure::Unplaced(Box::new(syntax_error(target.file, message, found.at))));
+                }
+                Err(e) => return Err(Failure::Unplaced(Box::new(json_syntax_error(target.file, &e, found.at)))),
+            }
+            scanner.consume(found.len);
+            Ok(true)
+        }
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for DocumentSeed<'_, '_> {
-    type Value = ();
+/// An item of a `List` kept until the List's kind is known, with where it was read.
+struct Kept {
+    index: usize,
+    text: String,
+    survey: Survey,
+    at: Position,
+}
 
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a Kubernetes object, a List or an array of objects")
+/// The items of a list whose `[` was read, each added as it is read. A `List`'s items (`kept`
+/// given) without a kind, or of a metrics kind, are kept there until the List's own kind is
+/// known (kubectl writes `items` before `kind`): a metrics API answer (`PodMetricsList`) has
+/// items without kinds.
+fn read_items<R: Read>(
+    scanner: &mut Scanner<R>,
+    target: &mut Target<'_>,
+    mut kept: Option<&mut Vec<Kept>>,
+) -> Result<(), Failure> {
+    let d = target.document + 1;
+    if scanner.peek().map_err(|e| target.scan_error(e))? == Some(b']') {
+        scanner.consume(1);
+        return Ok(());
     }
-
-    /// A bare array of objects.
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let d = self.0.document + 1;
-        let mut i = 0;
-        while let Some(item) = seq.next_element::<Value>()? {
-            self.0.add(item, &format!("document {d} item {i}"), format!("[{i}]"))?;
-            i += 1;
-        }
-        Ok(())
-    }
-
-    /// An object or a `List`. A List's items are added as they come; those without a kind are
-    /// kept until the List's own kind is known (kubectl writes `items` before `kind`): a metrics
-    /// API answer (`PodMetricsList`) has items without kinds.
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut fields = serde_json::Map::new();
-        let mut kindless: Vec<(usize, Value)> = Vec::new();
-        let mut streamed = false;
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "items" && !streamed {
-                streamed = map.next_value_seed(ItemsSeed {
-                    target: &mut *self.0,
-                    kindless: &mut kindless,
-                    fields: &mut fields,
-                })?;
-                continue;
+    for index in 0.. {
+        let found = scanner.value().map_err(|e| target.scan_error(e))?;
+        let text = std::str::from_utf8(&scanner.unread()[..found.len]).expect("the scanner checks UTF-8");
+        let object_kind = found.survey.kind.as_deref().filter(|k| !MetricLists::is_metrics_kind(k));
+        match kept.as_deref_mut() {
+            Some(kept) if object_kind.is_none() => {
+                kept.push(Kept { index, text: text.to_string(), survey: found.survey, at: found.at })
             }
-            let value: Value = map.next_value()?;
-            fields.insert(key, value);
-        }
-        let kind = fields.get("kind").and_then(Value::as_str).unwrap_or("");
-        let target = self.0;
-        if streamed && MetricLists::is_metrics_kind(kind) {
-            fields.insert("items".into(), Value::Array(kindless.into_iter().map(|(_, item)| item).collect()));
-            return add_metrics(target, &Value::Object(fields));
-        }
-        if streamed {
-            for (i, item) in kindless {
-                target.add(item, &format!("items[{i}]"), format!("items[{i}]"))?;
+            Some(_) => {
+                let place = format!("items[{index}]");
+                let item = Item::Json { text, at: found.at };
+                add_object(target.view, target.seen, item, &found.survey, target.file, &place)
+                    .map_err(|e| Failure::Object(Box::new((e, place))))?;
             }
-            return Ok(());
+            None => {
+                let item = Item::Json { text, at: found.at };
+                add_object(
+                    target.view,
+                    target.seen,
+                    item,
+                    &found.survey,
+                    target.file,
+                    &format!("document {d} item {index}"),
+                )
+                .map_err(|e| Failure::Object(Box::new((e, format!("[{index}]")))))?;
+            }
         }
-        let metrics_kind = MetricLists::is_metrics_kind(kind);
-        let document = Value::Object(fields);
-        if metrics_kind {
-            return add_metrics(target, &document);
+        scanner.consume(found.len);
+        match scanner.peek().map_err(|e| target.scan_error(e))? {
+            Some(b',') => scanner.consume(1),
+            Some(b']') => {
+                scanner.consume(1);
+                return Ok(());
+            }
+            _ => return Err(target.scan_error(scanner.error(0, "expected `,` or `]`"))),
         }
-        let d = target.document + 1;
-        target.add(document, &format!("document {d}"), String::new())
     }
+    unreachable!("the loop returns")
+}
 
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+/// An object document whose `{` was read: a `List`, whose items are added as they are read, a
+/// metrics API answer, or one object.
+fn read_object_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'_>) -> Result<(), Failure> {
+    let mut fields = serde_json::Map::new();
+    let mut kept = Vec::new();
+    let mut streamed = false;
+    let peek = |scanner: &mut Scanner<R>, target: &Target<'_>| scanner.peek().map_err(|e| target.scan_error(e));
+    if peek(scanner, target)? != Some(b'}') {
+        loop {
+            match peek(scanner, target)? {
+                Some(b'"') => {}
+                Some(_) => return Err(target.scan_error(scanner.error(0, "key must be a string"))),
+                None => return Err(target.scan_error(scanner.error(0, "EOF while parsing an object"))),
+            }
+            let found = scanner.value().map_err(|e| target.scan_error(e))?;
+            let key: String = serde_json::from_slice(&scanner.unread()[..found.len])
+                .map_err(|e| Failure::Unplaced(Box::new(json_syntax_error(target.file, &e, found.at))))?;
+            scanner.consume(found.len);
+            scanner.expect(b':', "expected `:`").map_err(|e| target.scan_error(e))?;
+            if key == "items" && !streamed && peek(scanner, target)? == Some(b'[') {
+                scanner.consume(1);
+                read_items(scanner, target, Some(&mut kept))?;
+                streamed = true;
+            } else {
+                let found = scanner.value().map_err(|e| target.scan_error(e))?;
+                let value: Value = serde_json::from_slice(&scanner.unread()[..found.len])
+                    .map_err(|e| Failure::Unplaced(Box::new(json_syntax_error(target.file, &e, found.at))))?;
+                scanner.consume(found.len);
+                fields.insert(key, value);
+            }
+            match peek(scanner, target)? {
+                Some(b',') => scanner.consume(1),
+                Some(b'}') => break,
+                _ => return Err(target.scan_error(scanner.error(0, "expected `,` or `}`"))),
+            }
+        }
     }
-
-    fn visit_none<E>(self) -> Result<(), E> {
-        Ok(())
+    scanner.consume(1);
+    let metrics_kind = MetricLists::is_metrics_kind(fields.get("kind").and_then(Value::as_str).unwrap_or(""));
+    if streamed && metrics_kind {
+        let mut items = Vec::with_capacity(kept.len());
+        for item in kept {
+            let value = serde_json::from_str(&item.text)
+                .map_err(|e| Failure::Unplaced(Box::new(json_syntax_error(target.file, &e, item.at))))?;
+            items.push(value);
+        }
+        fields.insert("items".into(), Value::Array(items));
+        return add_metrics(target, &Value::Object(fields));
     }
+    if streamed {
+        for Kept { index, text, survey, at } in kept {
+            let place = format!("items[{index}]");
+            add_object(target.view, target.seen, Item::Json { text: &text, at }, &survey, target.file, &place)
+                .map_err(|e| Failure::Object(Box::new((e, place))))?;
+        }
+        return Ok(());
+    }
+    let document = Value::Object(fields);
+    if metrics_kind {
+        return add_metrics(target, &document);
+    }
+    let d = target.document + 1;
+    let survey = Survey::of_value(&document);
+    add_object(target.view, target.seen, Item::Value(&document), &survey, target.file, &format!("document {d}"))
+        .map_err(|e| Failure::Object(Box::new((e, String::new()))))
 }
 
 /// Reads a metrics API answer into the metric lists.
-fn add_metrics<E: serde::de::Error>(target: &mut Target<'_>, document: &Value) -> Result<(), E> {
+fn add_metrics(target: &mut Target<'_>, document: &Value) -> Result<(), Failure> {
     let d = target.document + 1;
     target.metrics.add(document).map(|_| ()).map_err(|message| {
         let kind = document.get("kind").and_then(Value::as_str).unwrap_or("?");
@@ -331,83 +388,8 @@ fn add_metrics<E: serde::de::Error>(target: &mut Target<'_>, document: &Value) -
             field: "items".into(),
             message,
         };
-        target.failed = Some((error, String::new()));
-        E::custom("metrics refused")
+        Failure::Object(Box::new((error, String::new())))
     })
-}
-
-/// A document's `items`: when a list, each item is added as it is read (true); anything else
-/// is kept as the document's field (false).
-struct ItemsSeed<'t, 'a> {
-    target: &'t mut Target<'a>,
-    kindless: &'t mut Vec<(usize, Value)>,
-    fields: &'t mut serde_json::Map<String, Value>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for ItemsSeed<'_, '_> {
-    type Value = bool;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for ItemsSeed<'_, '_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list of objects")
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        let mut i = 0;
-        while let Some(item) = seq.next_element::<Value>()? {
-            let kind = item.get("kind").and_then(Value::as_str);
-            if kind.is_some_and(|k| !MetricLists::is_metrics_kind(k)) {
-                self.target.add(item, &format!("items[{i}]"), format!("items[{i}]"))?;
-            } else {
-                self.kindless.push((i, item));
-            }
-            i += 1;
-        }
-        Ok(true)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
-        let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-        self.fields.insert("items".into(), value);
-        Ok(false)
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
-        self.fields.insert("items".into(), Value::String(v.into()));
-        Ok(false)
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
-        self.fields.insert("items".into(), Value::Bool(v));
-        Ok(false)
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<bool, E> {
-        self.fields.insert("items".into(), Value::from(v));
-        Ok(false)
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<bool, E> {
-        self.fields.insert("items".into(), Value::from(v));
-        Ok(false)
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<bool, E> {
-        self.fields.insert("items".into(), Value::from(v));
-        Ok(false)
-    }
-
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        self.fields.insert("items".into(), Value::Null);
-        Ok(false)
-    }
 }
 
 /// serde-saphyr's default budget (250,000 nodes, 1,000,000 events, 1,024 documents, depth 64)
@@ -457,75 +439,101 @@ pub fn load_text_with_metrics(
         if metrics_list {
             continue;
         }
-        match doc {
+        let mut add = |item: &Value, position: &str, path: &str| {
+            add_object(view, seen, Item::Value(item), &Survey::of_value(item), file, position)
+                .map_err(|e| e.placed(text, d, path))
+        };
+        match &doc {
             Value::Null => {}
             Value::Array(items) => {
-                for (i, item) in items.into_iter().enumerate() {
-                    add_object(view, seen, item, file, &format!("document {} item {i}", d + 1))
-                        .map_err(|e| e.placed(text, d, &format!("[{i}]")))?;
+                for (i, item) in items.iter().enumerate() {
+                    add(item, &format!("document {} item {i}", d + 1), &format!("[{i}]"))?;
                 }
             }
-            Value::Object(ref map) if map.get("items").is_some_and(Value::is_array) => {
-                let Value::Object(mut map) = doc else { unreachable!() };
-                let Some(Value::Array(items)) = map.remove("items") else { unreachable!() };
-                for (i, item) in items.into_iter().enumerate() {
-                    add_object(view, seen, item, file, &format!("items[{i}]"))
-                        .map_err(|e| e.placed(text, d, &format!("items[{i}]")))?;
+            Value::Object(map) if map.get("items").is_some_and(Value::is_array) => {
+                for (i, item) in map["items"].as_array().into_iter().flatten().enumerate() {
+                    add(item, &format!("items[{i}]"), &format!("items[{i}]"))?;
                 }
             }
-            other => add_object(view, seen, other, file, &format!("document {}", d + 1))
-                .map_err(|e| e.placed(text, d, ""))?,
+            other => add(other, &format!("document {}", d + 1), "")?,
         }
     }
     Ok(())
 }
 
-fn describe(obj: &Value, position: &str) -> String {
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("object");
-    let meta = obj.get("metadata");
-    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("?");
-    match meta.and_then(|m| m.get("namespace")).and_then(Value::as_str) {
+/// One object of a dump: its JSON text, cut from the dump at `at`, or its parsed value (YAML
+/// documents, a JSON document that is not a `List`).
+#[derive(Clone, Copy)]
+enum Item<'a> {
+    Json { text: &'a str, at: Position },
+    Value(&'a Value),
+}
+
+fn describe(survey: &Survey, position: &str) -> String {
+    let kind = survey.kind.as_deref().unwrap_or("object");
+    let name = survey.name.as_deref().unwrap_or("?");
+    match survey.namespace.as_deref() {
         Some(ns) => format!("{position} ({kind} {ns}/{name})"),
         None => format!("{position} ({kind} {name})"),
     }
 }
 
-/// A dump comes from an API server that may be newer than our types: fields they do not know are
-/// counted (and reported once per field), not refused. Values the API server would have refused
-/// are refused.
-fn typed<T: DeserializeOwned + kube::Resource + 'static>(
-    obj: Value,
+/// Reads `item` as a `T`: parsed once, straight from its text, stepping over the managed
+/// fields and the last-applied annotation (`kube_adapter::lean`), then trimmed
+/// (`core::compact`). A dump comes from an API server that may be newer than our types: fields
+/// they do not know are counted (and reported once per field), not refused.
+fn typed<T: DeserializeOwned + kube::Resource + Any>(
+    item: Item<'_>,
+    survey: &Survey,
     seen: &mut Seen,
     file: &str,
-    item: &str,
+    described: &str,
 ) -> Result<Arc<T>, SnapshotError> {
-    let error = |e: ObjectError| SnapshotError::Object {
-        file: file.into(),
-        line: None,
-        item: item.into(),
-        field: e.path,
-        message: e.message,
+    let error = |e: ObjectError| object_error(file, described, e);
+    let refused = |e: &serde_json::Error, refusal: Option<ObjectError>| {
+        // Only a refused object is read again, to find the path of the field at fault.
+        let refusal = refusal.unwrap_or_else(|| ObjectError { path: String::new(), message: e.to_string() });
+        error(ObjectError { message: without_position(&refusal.message, e), ..refusal })
     };
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-    if let Some(e) = refused_value(&kind, &obj) {
-        return Err(error(e));
-    }
-    let mut read = objects::read::<T>(obj).map_err(error)?;
+    let mut read = match item {
+        Item::Json { text, at } => {
+            let mut json = serde_json::Deserializer::from_str(text);
+            match objects::read_listing::<T, _>(lean::skipping(&mut json)) {
+                Ok(read) => read,
+                Err(e) if e.is_syntax() || e.is_eof() => return Err(json_syntax_error(file, &e, at)),
+                Err(e) => {
+                    let mut again = serde_json::Deserializer::from_str(text);
+                    return Err(refused(&e, objects::refusal::<T, _>(lean::skipping(&mut again))));
+                }
+            }
+        }
+        Item::Value(value) => match objects::read_listing::<T, _>(lean::skipping(value)) {
+            Ok(read) => read,
+            Err(e) => return Err(refused(&e, objects::refusal::<T, _>(lean::skipping(value)))),
+        },
+    };
+    let kind = survey.kind.as_deref().unwrap_or("");
     for path in read.unknown_fields {
-        *seen.unknown_fields.entry((file.to_string(), kind.clone(), objects::path_pattern(&path))).or_default() += 1;
+        let key = (file.to_string(), kind.to_string(), objects::path_pattern(&path));
+        *seen.unknown_fields.entry(key).or_default() += 1;
     }
     crate::core::compact::compact(&mut read.object);
     Ok(Arc::new(read.object))
 }
 
+fn object_error(file: &str, described: &str, e: ObjectError) -> SnapshotError {
+    SnapshotError::Object { file: file.into(), line: None, item: described.into(), field: e.path, message: e.message }
+}
+
 fn add_object(
     view: &mut ClusterView,
     seen: &mut Seen,
-    obj: Value,
+    item: Item<'_>,
+    survey: &Survey,
     file: &str,
     position: &str,
 ) -> Result<(), SnapshotError> {
-    if !obj.is_object() {
+    if !survey.is_object {
         return Err(SnapshotError::Object {
             file: file.into(),
             line: None,
@@ -534,78 +542,109 @@ fn add_object(
             message: "expected a Kubernetes object".into(),
         });
     }
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
-    let item = describe(&obj, position);
+    let kind = survey.kind.as_deref().unwrap_or("");
+    let api_version = survey.api_version.as_deref().unwrap_or("");
+    let described = describe(survey, position);
     let group = api_version.split_once('/').map_or("", |(g, _)| g);
-    let meta = obj.get("metadata");
-    let field = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or("").to_string();
-    let (namespace, name) = (field("namespace"), field("name"));
+    let name = survey.name.as_deref().unwrap_or("");
     if !name.is_empty() {
-        let key = (group.to_string(), kind.clone(), namespace, name);
-        let fingerprint = Fingerprint::of(&obj);
+        let namespace = survey.namespace.as_deref().unwrap_or("");
+        let key = (group.to_string(), kind.to_string(), namespace.to_string(), name.to_string());
         match seen.objects.get(&key) {
-            Some((first, copy)) if *copy == fingerprint => {
-                seen.warnings.push(format!("{file}: {item}: the same object as {first}; read once"));
+            Some((first, copy)) if *copy == survey.fingerprint => {
+                seen.warnings.push(format!("{file}: {described}: the same object as {first}; read once"));
                 return Ok(());
             }
             Some((first, _)) => {
-                return Err(SnapshotError::Duplicate { file: file.into(), line: None, item, first: first.clone() });
+                let first = first.clone();
+                return Err(SnapshotError::Duplicate { file: file.into(), line: None, item: described, first });
             }
             None => {
-                seen.objects.insert(key, (format!("{file}: {item}"), fingerprint));
+                seen.objects.insert(key, (format!("{file}: {described}"), survey.fingerprint));
             }
         }
     }
-    match (group, kind.as_str()) {
+    let (s, i) = (&mut *seen, described.as_str());
+    let checked = |check: Option<ObjectError>| check.map_or(Ok(()), |e| Err(object_error(file, i, e)));
+    match (group, kind) {
         ("", "Node") => {
-            let node: Arc<Node> = typed(obj, seen, file, &item)?;
-            check_quantities(node_quantities(&node), file, &item)?;
+            let node: Arc<Node> = typed(item, survey, s, file, i)?;
+            let status = node.status.as_ref();
+            checked(refused_list(status.and_then(|s| s.capacity.as_ref()), || "status.capacity".into()))?;
+            checked(refused_list(status.and_then(|s| s.allocatable.as_ref()), || "status.allocatable".into()))?;
             view.nodes.push(node);
         }
         ("", "Pod") => {
-            let pod: Arc<Pod> = typed(obj, seen, file, &item)?;
-            check_quantities(pod_quantities(&pod), file, &item)?;
+            let pod: Arc<Pod> = typed(item, survey, s, file, i)?;
+            checked(refused_in_pod_spec("spec", pod.spec.as_ref()))?;
             view.pods.push(pod);
         }
         ("", "PersistentVolumeClaim") => {
-            let claim: Arc<PersistentVolumeClaim> = typed(obj, seen, file, &item)?;
+            let claim: Arc<PersistentVolumeClaim> = typed(item, survey, s, file, i)?;
             let requests = claim.spec.as_ref().and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref());
-            check_quantities(vec![("spec.resources.requests".into(), requests)], file, &item)?;
+            checked(refused_list(requests, || "spec.resources.requests".into()))?;
             view.persistent_volume_claims.push(claim);
             view.volumes_observed = true;
         }
         ("", "PersistentVolume") => {
-            let volume: Arc<PersistentVolume> = typed(obj, seen, file, &item)?;
+            let volume: Arc<PersistentVolume> = typed(item, survey, s, file, i)?;
             let capacity = volume.spec.as_ref().and_then(|s| s.capacity.as_ref());
-            check_quantities(vec![("spec.capacity".into(), capacity)], file, &item)?;
+            checked(refused_list(capacity, || "spec.capacity".into()))?;
             view.persistent_volumes.push(volume);
             view.volumes_observed = true;
         }
         ("storage.k8s.io", "StorageClass") => {
-            view.storage_classes.push(typed(obj, seen, file, &item)?);
+            view.storage_classes.push(typed(item, survey, s, file, i)?);
             view.volumes_observed = true;
         }
         ("storage.k8s.io", "CSINode") => {
-            view.csi_nodes.push(typed(obj, seen, file, &item)?);
+            view.csi_nodes.push(typed(item, survey, s, file, i)?);
             view.volumes_observed = true;
         }
-        ("", "ReplicationController") => view.replication_controllers.push(typed(obj, seen, file, &item)?),
-        ("", "ConfigMap") => view.config_maps.push(typed(obj, seen, file, &item)?),
-        ("", "Namespace") => view.namespaces.push(typed(obj, seen, file, &item)?),
+        ("", "ReplicationController") => {
+            let rc: Arc<ReplicationController> = typed(item, survey, s, file, i)?;
+            let spec = rc.spec.as_ref();
+            checked(refused_in_workload(spec.and_then(|s| s.template.as_ref()), spec.and_then(|s| s.replicas)))?;
+            view.replication_controllers.push(rc);
+        }
+        ("", "ConfigMap") => view.config_maps.push(typed(item, survey, s, file, i)?),
+        ("", "Namespace") => view.namespaces.push(typed(item, survey, s, file, i)?),
         ("policy", "PodDisruptionBudget") if api_version == "policy/v1" => {
-            view.pdbs.push(typed(obj, seen, file, &item)?)
+            view.pdbs.push(typed(item, survey, s, file, i)?)
         }
-        ("apps", "DaemonSet") => view.daemonsets.push(typed(obj, seen, file, &item)?),
-        ("apps", "ReplicaSet") => view.replicasets.push(typed(obj, seen, file, &item)?),
-        ("apps", "StatefulSet") => view.statefulsets.push(typed(obj, seen, file, &item)?),
-        ("apps", "Deployment") => view.deployments.push(typed(obj, seen, file, &item)?),
-        ("batch", "Job") => view.jobs.push(typed(obj, seen, file, &item)?),
+        ("apps", "DaemonSet") => {
+            let ds: Arc<DaemonSet> = typed(item, survey, s, file, i)?;
+            checked(refused_in_workload(ds.spec.as_ref().map(|s| &s.template), None))?;
+            view.daemonsets.push(ds);
+        }
+        ("apps", "ReplicaSet") => {
+            let rs: Arc<ReplicaSet> = typed(item, survey, s, file, i)?;
+            let spec = rs.spec.as_ref();
+            checked(refused_in_workload(spec.and_then(|s| s.template.as_ref()), spec.and_then(|s| s.replicas)))?;
+            view.replicasets.push(rs);
+        }
+        ("apps", "StatefulSet") => {
+            let sts: Arc<StatefulSet> = typed(item, survey, s, file, i)?;
+            let spec = sts.spec.as_ref();
+            checked(refused_in_workload(spec.map(|s| &s.template), spec.and_then(|s| s.replicas)))?;
+            view.statefulsets.push(sts);
+        }
+        ("apps", "Deployment") => {
+            let deployment: Arc<Deployment> = typed(item, survey, s, file, i)?;
+            let spec = deployment.spec.as_ref();
+            checked(refused_in_workload(spec.map(|s| &s.template), spec.and_then(|s| s.replicas)))?;
+            view.deployments.push(deployment);
+        }
+        ("batch", "Job") => {
+            let job: Arc<Job> = typed(item, survey, s, file, i)?;
+            checked(refused_in_workload(job.spec.as_ref().map(|s| &s.template), None))?;
+            view.jobs.push(job);
+        }
         ("autoscaling", "HorizontalPodAutoscaler") if api_version == "autoscaling/v2" => {
-            view.hpas.push(typed(obj, seen, file, &item)?)
+            view.hpas.push(typed(item, survey, s, file, i)?)
         }
-        ("datadoghq.com", "WatermarkPodAutoscaler") => view.wpas.push(typed(obj, seen, file, &item)?),
-        ("", "") if obj.get("metadata").is_none() => {
+        ("datadoghq.com", "WatermarkPodAutoscaler") => view.wpas.push(typed(item, survey, s, file, i)?),
+        ("", "") if !survey.has_metadata => {
             return Err(SnapshotError::Object {
                 file: file.into(),
                 line: None,
@@ -614,54 +653,53 @@ fn add_object(
                 message: "missing kind and apiVersion".into(),
             });
         }
-        _ => {} // Not something the autoscaler uses.
+        // Not something the autoscaler uses: only its syntax is checked, as for the others.
+        _ => {
+            if let Item::Json { text, at } = item {
+                serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| json_syntax_error(file, &e, at))?;
+            }
+        }
     }
     Ok(())
 }
 
 type QuantityList<'a> = Option<&'a BTreeMap<String, Quantity>>;
 
-/// The resource lists of a pod the autoscaler reads, with their field paths.
-fn pod_quantities(pod: &Pod) -> Vec<(String, QuantityList<'_>)> {
-    let Some(spec) = pod.spec.as_ref() else { return Vec::new() };
-    let mut lists = Vec::new();
+/// The first quantity of `list` (at the path `path()` names) the API server would have refused,
+/// or that does not parse: reading a bad one as zero would silently change the decision.
+fn refused_list(list: QuantityList<'_>, path: impl Fn() -> String) -> Option<ObjectError> {
+    list.into_iter().flatten().find_map(|(name, quantity)| {
+        let message = objects::refused_quantity(&quantity.0)
+            .or_else(|| simulator::quantity::parse_milli(&quantity.0).err().map(|e| e.to_string()))?;
+        Some(ObjectError { path: format!("{}.{name}", path()), message })
+    })
+}
+
+/// The first refused quantity of a pod spec at `at` (`spec`, `spec.template.spec`), in the
+/// order the API server's validation (and `objects::refused_value`) reports them: containers'
+/// requests, their limits, init containers' requests, their limits, the overhead.
+fn refused_in_pod_spec(at: &str, spec: Option<&PodSpec>) -> Option<ObjectError> {
+    let spec = spec?;
     let containers = [("containers", Some(&spec.containers)), ("initContainers", spec.init_containers.as_ref())];
-    for (kind, list) in containers {
-        for (i, c) in list.into_iter().flatten().enumerate() {
-            let resources = c.resources.as_ref();
-            lists.push((format!("spec.{kind}[{i}].resources.requests"), resources.and_then(|r| r.requests.as_ref())));
-            lists.push((format!("spec.{kind}[{i}].resources.limits"), resources.and_then(|r| r.limits.as_ref())));
-        }
-    }
-    lists.push(("spec.overhead".into(), spec.overhead.as_ref()));
-    lists
-}
-
-fn node_quantities(node: &Node) -> Vec<(String, QuantityList<'_>)> {
-    let status = node.status.as_ref();
-    vec![
-        ("status.capacity".into(), status.and_then(|s| s.capacity.as_ref())),
-        ("status.allocatable".into(), status.and_then(|s| s.allocatable.as_ref())),
-    ]
-}
-
-/// Every quantity must parse: the API server would have refused the object, and reading a bad
-/// one as zero would silently change the decision.
-fn check_quantities(lists: Vec<(String, QuantityList<'_>)>, file: &str, item: &str) -> Result<(), SnapshotError> {
-    for (path, list) in lists {
-        for (name, quantity) in list.into_iter().flatten() {
-            if let Err(e) = simulator::quantity::parse_milli(&quantity.0) {
-                return Err(SnapshotError::Object {
-                    file: file.into(),
-                    line: None,
-                    item: item.into(),
-                    field: format!("{path}.{name}"),
-                    message: e.to_string(),
-                });
+    for (field, containers) in containers {
+        for list in ["requests", "limits"] {
+            for (i, container) in containers.into_iter().flatten().enumerate() {
+                let resources = container.resources.as_ref();
+                let quantities =
+                    resources.and_then(|r| if list == "requests" { r.requests.as_ref() } else { r.limits.as_ref() });
+                if let Some(e) = refused_list(quantities, || format!("{at}.{field}[{i}].resources.{list}")) {
+                    return Some(e);
+                }
             }
         }
     }
-    Ok(())
+    refused_list(spec.overhead.as_ref(), || format!("{at}.overhead"))
+}
+
+/// The first refused value of a workload: its pod template's quantities, its replica count.
+fn refused_in_workload(template: Option<&PodTemplateSpec>, replicas: Option<i32>) -> Option<ObjectError> {
+    refused_in_pod_spec("spec.template.spec", template.and_then(|t| t.spec.as_ref()))
+        .or_else(|| replicas.and_then(|r| objects::refused_replicas(r.into())))
 }
 
 /// Sorts objects by name so that reports and decisions do not depend on dump order.
@@ -780,6 +818,37 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, SnapshotError::Syntax { .. }), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn items_parsed_from_their_text_keep_copies_and_syntax_errors_as_a_tree_would() {
+        // The same node as a List item in JSON and as a YAML document, its fields in another
+        // order: one object. Its managed fields are stepped over, not unknown fields.
+        let node = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "labels": {"a": "1", "b": "2"}, "managedFields": [{"manager": "kubelet"}]},
+            "status": {"allocatable": {"cpu": "4"}}});
+        let list = serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "items": [node]})).unwrap();
+        let yaml = "kind: Node\napiVersion: v1\nstatus: {allocatable: {cpu: \"4\"}}\nmetadata:\n  labels: {b: \"2\", a: \"1\"}\n  name: n1\n  managedFields: [{manager: kubelet}]\n";
+        let (mut view, mut metrics, mut seen) = (ClusterView::default(), MetricLists::default(), Seen::default());
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, &list, "a.json").unwrap();
+        load_text_with_metrics(&mut view, &mut metrics, &mut seen, yaml, "b.yaml").unwrap();
+        assert_eq!(view.nodes.len(), 1);
+        assert_eq!(
+            seen.all_warnings(),
+            ["b.yaml: document 1 (Node n1): the same object as a.json: items[0] (Node n1); read once"]
+        );
+        assert_eq!(view.nodes[0].metadata.managed_fields, None);
+        // A bad scalar inside an item, of a kind read or not, is the error serde_json gives for
+        // the whole text, at the same line and column.
+        for kind in ["Pod", "Service"] {
+            let text = format!(
+                "{{\"kind\": \"List\", \"items\": [\n  {{\"apiVersion\": \"v1\", \"kind\": \"{kind}\", \"metadata\": {{\"name\": \"p\"}},\n   \"spec\": {{\"containers\": [], \"hostNetwork\": tru}}}}]}}"
+            );
+            let whole = serde_json::from_str::<Value>(&text).unwrap_err();
+            let err = load_text(&mut ClusterView::default(), &text, "dump.json").unwrap_err();
+            assert!(matches!(err, SnapshotError::Syntax { .. }), "{err}");
+            assert_eq!(err.to_string(), format!("dump.json: not valid JSON or YAML: {whole}"));
+        }
     }
 
     #[test]

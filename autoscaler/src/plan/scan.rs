@@ -1,0 +1,605 @@
+//! The JSON side of the dump reader: the text is read in chunks and cut into its values (a
+//! document's fields, each item of a `List`) by a scanner that only follows JSON's structure,
+//! at several times the speed of a parser building values. On the way it surveys each item —
+//! its kind, apiVersion, name and namespace, and a fingerprint of its contents — so that an
+//! item is parsed once, straight into its type, and never as a `serde_json::Value` tree.
+//!
+//! The scanner checks the structure (brackets, strings, separators) and UTF-8; what lies
+//! inside a scalar is checked by the parser that reads the item afterwards.
+
+use std::borrow::Cow;
+use std::hash::BuildHasher;
+use std::io::Read;
+
+use foldhash::quality::FixedState;
+use serde_json::Value;
+
+/// What the reader needs of an object before reading it as its type.
+#[derive(Debug, Default, Clone)]
+pub struct Survey {
+    /// A JSON object (anything else is refused as an object).
+    pub is_object: bool,
+    pub kind: Option<String>,
+    pub api_version: Option<String>,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    /// Whether the object has a `metadata` field at all.
+    pub has_metadata: bool,
+    pub fingerprint: Fingerprint,
+}
+
+impl Survey {
+    /// The survey of an object already parsed (YAML documents, a JSON document that is not a
+    /// `List`): the same fingerprint as its JSON text has.
+    pub fn of_value(value: &Value) -> Survey {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let meta = value.get("metadata");
+        Survey {
+            is_object: value.is_object(),
+            kind: text(value.get("kind")),
+            api_version: text(value.get("apiVersion")),
+            name: text(meta.and_then(|m| m.get("name"))),
+            namespace: text(meta.and_then(|m| m.get("namespace"))),
+            has_metadata: meta.is_some(),
+            fingerprint: Fingerprint::of_value(value),
+        }
+    }
+}
+
+/// What tells two copies of an object apart: 128 bits of two independently seeded hashes over
+/// the object's structure, with a mapping's entries combined in any order (two copies with
+/// their fields in another order, or one written as YAML and one as JSON, are the same object,
+/// as JSON says) and strings compared unescaped. Numbers and literals are compared as written
+/// (`1.0` and `1` differ). Two different objects share one with a chance of about 2^-128.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint([u64; 2]);
+
+const SEEDS: [u64; 2] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344];
+
+/// Tags that keep values of different types apart.
+const SCALAR: u8 = 2;
+const STRING: u8 = 3;
+const LIST: u8 = 4;
+const ENTRY: u8 = 5;
+const MAPPING: u8 = 6;
+
+impl Fingerprint {
+    fn lanes(mut f: impl FnMut(FixedState) -> u64) -> Fingerprint {
+        Fingerprint(SEEDS.map(|seed| f(FixedState::with_seed(seed))))
+    }
+
+    fn token(tag: u8, bytes: &[u8]) -> Fingerprint {
+        Fingerprint::lanes(|h| h.hash_one((tag, bytes)))
+    }
+
+    fn entry(key: Fingerprint, value: Fingerprint) -> Fingerprint {
+        let mut lane = 0;
+        Fingerprint::lanes(|h| {
+            let out = h.hash_one((ENTRY, key.0[lane], value.0[lane]));
+            lane += 1;
+            out
+        })
+    }
+
+    /// The fingerprint of a parsed value: the same as the scanner's of its JSON text.
+    pub fn of_value(value: &Value) -> Fingerprint {
+        match value {
+            Value::Null => Fingerprint::token(SCALAR, b"null"),
+            Value::Bool(b) => Fingerprint::token(SCALAR, if *b { b"true" } else { b"false" }),
+            Value::Number(n) => Fingerprint::token(SCALAR, n.to_string().as_bytes()),
+            Value::String(s) => Fingerprint::token(STRING, s.as_bytes()),
+            Value::Array(items) => {
+                let mut list = Container::new(false);
+                items.iter().for_each(|item| list.add(Fingerprint::of_value(item)));
+                list.finish()
+            }
+            Value::Object(map) => {
+                let mut mapping = Container::new(true);
+                for (key, value) in map {
+                    let key = Fingerprint::token(STRING, key.as_bytes());
+                    mapping.add(Fingerprint::entry(key, Fingerprint::of_value(value)));
+                }
+                mapping.finish()
+            }
+        }
+    }
+}
+
+/// A list's or mapping's fingerprint as its values come: a list's in order, a mapping's
+/// entries summed (their order does not matter).
+#[derive(Debug)]
+struct Container {
+    mapping: bool,
+    lanes: [u64; 2],
+    count: u64,
+}
+
+impl Container {
+    fn new(mapping: bool) -> Container {
+        Container { mapping, lanes: [0; 2], count: 0 }
+    }
+
+    fn add(&mut self, value: Fingerprint) {
+        for (lane, (acc, v)) in self.lanes.iter_mut().zip(value.0).enumerate() {
+            *acc =
+                if self.mapping { acc.wrapping_add(v) } else { FixedState::with_seed(SEEDS[lane]).hash_one((*acc, v)) };
+        }
+        self.count += 1;
+    }
+
+    fn finish(&self) -> Fingerprint {
+        let tag = if self.mapping { MAPPING } else { LIST };
+        let mut lane = 0;
+        Fingerprint::lanes(|h| {
+            let out = h.hash_one((tag, self.lanes[lane], self.count));
+            lane += 1;
+            out
+        })
+    }
+}
+
+/// What a value read is to the survey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The item itself.
+    Item,
+    Kind,
+    ApiVersion,
+    Metadata,
+    Name,
+    Namespace,
+    Other,
+}
+
+#[derive(Debug)]
+struct Frame {
+    container: Container,
+    /// The key of the entry whose value is being read (mappings).
+    key: Option<Fingerprint>,
+    role: Role,
+}
+
+/// Why the scan of the value at the start of a buffer stopped short.
+enum Stop {
+    /// The buffer ends inside the value.
+    More,
+    /// Not JSON at byte `at`.
+    Invalid { at: usize, message: &'static str },
+}
+
+/// How deep lists and mappings may nest, as serde_json allows (the values are parsed by it).
+const MAX_DEPTH: usize = 128;
+
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+fn skip_whitespace(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && is_whitespace(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The string starting at `s[at]` (a `"`): the index after it and its contents, unescaped.
+fn string(s: &[u8], at: usize, at_eof: bool) -> Result<(usize, Cow<'_, [u8]>), Stop> {
+    let mut i = at + 1;
+    let mut escaped = false;
+    loop {
+        let Some(found) = memchr::memchr2(b'"', b'\\', &s[i..]) else {
+            return Err(end_of_input(s.len(), at_eof, "EOF while parsing a string"));
+        };
+        i += found;
+        if s[i] == b'"' {
+            break;
+        }
+        escaped = true;
+        i += 2;
+        if i > s.len() {
+            return Err(end_of_input(s.len(), at_eof, "EOF while parsing a string"));
+        }
+    }
+    let end = i + 1;
+    if !escaped {
+        return Ok((end, Cow::Borrowed(&s[at + 1..i])));
+    }
+    match serde_json::from_slice::<String>(&s[at..end]) {
+        Ok(text) => Ok((end, Cow::Owned(text.into_bytes()))),
+        Err(_) => Err(Stop::Invalid { at, message: "invalid escape in a string" }),
+    }
+}
+
+fn end_of_input(len: usize, at_eof: bool, message: &'static str) -> Stop {
+    if at_eof { Stop::Invalid { at: len, message } } else { Stop::More }
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Scans the value at the start of `s` (whitespace first is skipped and counted in `len`).
+/// `at_eof`: nothing follows `s`, so a value cut short is an error rather than `More`.
+fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey), Stop> {
+    stack.clear();
+    let mut survey = Survey::default();
+    let mut i = 0;
+    // The role of the value about to be read.
+    let mut role = Role::Item;
+    'value: loop {
+        i = skip_whitespace(s, i);
+        let Some(&c) = s.get(i) else { return Err(end_of_input(i, at_eof, "EOF while parsing a value")) };
+        let mut value = match c {
+            b'{' | b'[' => {
+                let mapping = c == b'{';
+                if role == Role::Item {
+                    survey.is_object = mapping;
+                }
+                if stack.len() >= MAX_DEPTH {
+                    return Err(Stop::Invalid { at: i, message: "recursion limit exceeded" });
+                }
+                let frame_role =
+                    if mapping && matches!(role, Role::Item | Role::Metadata) { role } else { Role::Other };
+                stack.push(Frame { container: Container::new(mapping), key: None, role: frame_role });
+                i = skip_whitespace(s, i + 1);
+                let Some(&c) = s.get(i) else { return Err(end_of_input(i, at_eof, "EOF while parsing a value")) };
+                if c == if mapping { b'}' } else { b']' } {
+                    i += 1;
+                    stack.pop().expect("pushed above").container.finish()
+                } else if mapping {
+                    (i, role) = key(s, i, at_eof, stack, &mut survey)?;
+                    continue 'value;
+                } else {
+                    role = Role::Other;
+                    continue 'value;
+                }
+            }
+            b'"' => {
+                let (end, text) = string(s, i, at_eof)?;
+                match role {
+                    Role::Kind => survey.kind = Some(text_of(&text)),
+                    Role::ApiVersion => survey.api_version = Some(text_of(&text)),
+                    Role::Name => survey.name = Some(text_of(&text)),
+                    Role::Namespace => survey.namespace = Some(text_of(&text)),
+                    Role::Item | Role::Metadata | Role::Other => {}
+                }
+                i = end;
+                Fingerprint::token(STRING, &text)
+            }
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                let start = i;
+                while i < s.len() && !matches!(s[i], b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
+                    i += 1;
+                }
+                if i == s.len() && !at_eof {
+                    return Err(Stop::More);
+                }
+                Fingerprint::token(SCALAR, &s[start..i])
+            }
+            _ => return Err(Stop::Invalid { at: i, message: "expected value" }),
+        };
+        // A value is complete: it goes into its list or mapping, which may then be complete.
+        loop {
+            let Some(top) = stack.last_mut() else {
+                survey.fingerprint = value;
+                return Ok((i, survey));
+            };
+            match top.key.take() {
+                Some(key) => top.container.add(Fingerprint::entry(key, value)),
+                None => top.container.add(value),
+            }
+            let mapping = top.container.mapping;
+            i = skip_whitespace(s, i);
+            let Some(&c) = s.get(i) else { return Err(end_of_input(i, at_eof, "EOF while parsing a value")) };
+            match (c, mapping) {
+                (b',', true) => {
+                    (i, role) = key(s, skip_whitespace(s, i + 1), at_eof, stack, &mut survey)?;
+                    continue 'value;
+                }
+                (b',', false) => {
+                    i += 1;
+                    role = Role::Other;
+                    continue 'value;
+                }
+                (b'}', true) | (b']', false) => {
+                    i += 1;
+                    value = stack.pop().expect("the top").container.finish();
+                }
+                (_, true) => return Err(Stop::Invalid { at: i, message: "expected `,` or `}`" }),
+                (_, false) => return Err(Stop::Invalid { at: i, message: "expected `,` or `]`" }),
+            }
+        }
+    }
+}
+
+/// Reads the key at `s[at]` and its colon into the mapping at the top of `stack`: the index of
+/// the value and its role.
+fn key(s: &[u8], at: usize, at_eof: bool, stack: &mut [Frame], survey: &mut Survey) -> Result<(usize, Role), Stop> {
+    match s.get(at) {
+        Some(b'"') => {}
+        Some(_) => return Err(Stop::Invalid { at, message: "key must be a string" }),
+        None => return Err(end_of_input(at, at_eof, "EOF while parsing an object")),
+    }
+    let (end, text) = string(s, at, at_eof)?;
+    let top = stack.last_mut().expect("a mapping is open");
+    top.key = Some(Fingerprint::token(STRING, &text));
+    let role = match (top.role, &*text) {
+        (Role::Item, b"kind") => Role::Kind,
+        (Role::Item, b"apiVersion") => Role::ApiVersion,
+        (Role::Item, b"metadata") => {
+            survey.has_metadata = true;
+            Role::Metadata
+        }
+        (Role::Metadata, b"name") => Role::Name,
+        (Role::Metadata, b"namespace") => Role::Namespace,
+        _ => Role::Other,
+    };
+    let colon = skip_whitespace(s, end);
+    match s.get(colon) {
+        Some(b':') => Ok((colon + 1, role)),
+        Some(_) => Err(Stop::Invalid { at: colon, message: "expected `:`" }),
+        None => Err(end_of_input(colon, at_eof, "EOF while parsing an object")),
+    }
+}
+
+/// A place in the text, as serde_json counts: lines from 1, columns from 1 (bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub line: u64,
+    pub column: u64,
+}
+
+impl Position {
+    /// The position after `bytes`, read from here.
+    fn after(self, bytes: &[u8]) -> Position {
+        match memchr::memrchr(b'\n', bytes) {
+            Some(last) => Position {
+                line: self.line + memchr::memchr_iter(b'\n', bytes).count() as u64,
+                column: (bytes.len() - last) as u64,
+            },
+            None => Position { line: self.line, column: self.column + bytes.len() as u64 },
+        }
+    }
+
+    /// The position in the whole text of `inner`, a position counted within a value that
+    /// starts here.
+    pub fn within(self, inner: Position) -> Position {
+        match inner.line {
+            0 | 1 => Position { line: self.line, column: self.column + inner.column.saturating_sub(1) },
+            line => Position { line: self.line + line - 1, column: inner.column },
+        }
+    }
+}
+
+/// Why the text could not be read.
+#[derive(Debug)]
+pub enum ScanError {
+    Io(std::io::Error),
+    Syntax { message: String, at: Position },
+}
+
+/// JSON text read from `input` in chunks, a value at a time.
+pub struct Scanner<R> {
+    input: R,
+    buffer: Vec<u8>,
+    /// The unread text is `buffer[start..end]`.
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// The position of `buffer[start]`.
+    at: Position,
+    stack: Vec<Frame>,
+}
+
+/// A value found at the start of the unread text.
+#[derive(Debug)]
+pub struct Found {
+    pub len: usize,
+    pub survey: Survey,
+    pub at: Position,
+}
+
+impl<R: Read> Scanner<R> {
+    /// Room for the largest value read so far; 1 MiB to start with.
+    const CHUNK: usize = 1 << 20;
+
+    pub fn new(input: R) -> Scanner<R> {
+        Scanner {
+            input,
+            buffer: vec![0; Self::CHUNK],
+            start: 0,
+            end: 0,
+            eof: false,
+            at: Position { line: 1, column: 1 },
+            stack: Vec::new(),
+        }
+    }
+
+    /// Reads more of the input after the unread text, making room first.
+    fn fill(&mut self) -> Result<(), ScanError> {
+        if self.start > 0 {
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buffer.len() {
+            self.buffer.resize(self.buffer.len() * 2, 0);
+        }
+        loop {
+            match self.input.read(&mut self.buffer[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ScanError::Io(e)),
+            }
+        }
+    }
+
+    /// The unread text.
+    pub fn unread(&self) -> &[u8] {
+        &self.buffer[self.start..self.end]
+    }
+
+    /// Marks `n` bytes of the unread text as read.
+    pub fn consume(&mut self, n: usize) {
+        self.at = self.at.after(&self.buffer[self.start..self.start + n]);
+        self.start += n;
+    }
+
+    /// The next byte that is not whitespace, which stays unread (`None` at the end).
+    pub fn peek(&mut self) -> Result<Option<u8>, ScanError> {
+        loop {
+            let unread = self.unread();
+            let skip = skip_whitespace(unread, 0);
+            if skip < unread.len() {
+                let next = unread[skip];
+                self.consume(skip);
+                return Ok(Some(next));
+            }
+            self.consume(skip);
+            if self.eof {
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads the byte `expected` (after whitespace).
+    pub fn expect(&mut self, expected: u8, message: &'static str) -> Result<(), ScanError> {
+        match self.peek()? {
+            Some(b) if b == expected => {
+                self.consume(1);
+                Ok(())
+            }
+            _ => Err(self.error(0, message)),
+        }
+    }
+
+    /// The whole value at the start of the unread text (after whitespace), left unread: its
+    /// text is `unread()[..len]`, valid UTF-8.
+    pub fn value(&mut self) -> Result<Found, ScanError> {
+        if self.peek()?.is_none() {
+            return Err(self.error(0, "EOF while parsing a value"));
+        }
+        loop {
+            match scan(&self.buffer[self.start..self.end], self.eof, &mut self.stack) {
+                Ok((len, survey)) => {
+                    if let Err(e) = std::str::from_utf8(&self.unread()[..len]) {
+                        return Err(self.error(e.valid_up_to(), "invalid UTF-8"));
+                    }
+                    return Ok(Found { len, survey, at: self.at });
+                }
+                Err(Stop::More) => self.fill()?,
+                Err(Stop::Invalid { at, message }) => return Err(self.error(at, message)),
+            }
+        }
+    }
+
+    /// The error `message` at byte `at` of the unread text.
+    pub fn error(&self, at: usize, message: &str) -> ScanError {
+        let at = self.at.after(&self.unread()[..at.min(self.end - self.start)]);
+        ScanError::Syntax { message: message.to_string(), at }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn survey(text: &str) -> Survey {
+        let mut scanner = Scanner::new(text.as_bytes());
+        let found = scanner.value().unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        assert_eq!(skip_whitespace(&scanner.unread()[found.len..], 0), scanner.unread().len() - found.len, "{text}");
+        found.survey
+    }
+
+    #[test]
+    fn fingerprints_follow_the_contents_not_the_writing() {
+        let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns",
+            "labels": {"a": "b", "c": "d"}}, "spec": {"containers": [{"name": "c", "ports": [1, 2.5, -3]}],
+            "x": [true, false, null, "é\u{1}"], "empty": {}, "none": []}});
+        let compact = object.to_string();
+        let pretty = serde_json::to_string_pretty(&object).unwrap();
+        let reordered = compact.replace(r#""labels":{"a":"b","c":"d"}"#, r#""labels" : { "c":"d" , "a":"\u0062" }"#);
+        assert_ne!(compact, reordered);
+        let expected = Fingerprint::of_value(&object);
+        for text in [&compact, &pretty, &reordered] {
+            let s = survey(text);
+            assert_eq!(s.fingerprint, expected, "{text}");
+            assert_eq!(
+                (s.kind.as_deref(), s.api_version.as_deref(), s.name.as_deref(), s.namespace.as_deref()),
+                (Some("Pod"), Some("v1"), Some("p"), Some("ns"))
+            );
+            assert!(s.is_object && s.has_metadata);
+        }
+        // Any change of contents, or a value moved to another key or place, is another object.
+        for other in [
+            compact.replace(r#""b""#, r#""B""#),
+            compact.replace("2.5", "2.50"),
+            compact.replace(r#"[1,2.5,-3]"#, r#"[2.5,1,-3]"#),
+            compact.replace(r#""a":"b","c":"d""#, r#""a":"d","c":"b""#),
+            compact.replace(r#""empty":{}"#, r#""empty":[]"#),
+        ] {
+            assert_ne!(survey(&other).fingerprint, expected, "{other}");
+        }
+        // Only the item's own kind and metadata are surveyed.
+        let nested = survey(r#"{"spec": {"kind": "Pod", "metadata": {"name": "x"}}, "items": [{"kind": "Node"}]}"#);
+        assert_eq!((nested.kind, nested.name, nested.has_metadata), (None, None, false));
+        assert!(!survey("[1, 2]").is_object);
+    }
+
+    #[test]
+    fn values_are_found_across_chunks_and_malformed_text_is_placed() {
+        // A reader that hands out a byte at a time: every value straddles reads.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let Some((&first, rest)) = self.0.split_first() else { return Ok(0) };
+                buf[0] = first;
+                self.0 = rest;
+                Ok(1)
+            }
+        }
+        let text = "  {\"a\": [1, \"x\\\"y\"]}\n\n  7 \"s\" ";
+        let mut scanner = Scanner::new(Trickle(text.as_bytes()));
+        let mut lens = Vec::new();
+        while scanner.peek().unwrap().is_some() {
+            let found = scanner.value().unwrap();
+            lens.push((found.at, std::str::from_utf8(&scanner.unread()[..found.len]).unwrap().to_string()));
+            scanner.consume(found.len);
+        }
+        let at = |line, column| Position { line, column };
+        assert_eq!(
+            lens,
+            [
+                (at(1, 3), "{\"a\": [1, \"x\\\"y\"]}".to_string()),
+                (at(3, 3), "7".to_string()),
+                (at(3, 5), "\"s\"".to_string())
+            ]
+        );
+        let deep = "[".repeat(200);
+        for (bad, message, line, column) in [
+            ("{\"a\": 1,\n \"b\" 2}", "expected `:`", 2, 6),
+            ("[1, 2", "EOF while parsing a value", 1, 6),
+            ("{\"a\": [1}", "expected `,` or `]`", 1, 9),
+            ("{\"a\": \"x", "EOF while parsing a string", 1, 9),
+            ("{1: 2}", "key must be a string", 1, 2),
+            ("\n  ]", "expected value", 2, 3),
+            ("[\"\\u12\"]", "invalid escape in a string", 1, 2),
+            (deep.as_str(), "recursion limit exceeded", 1, 129),
+        ] {
+            let error = Scanner::new(bad.as_bytes()).value().unwrap_err();
+            let ScanError::Syntax { message: m, at: a } = error else { panic!("{bad}: {error:?}") };
+            assert_eq!((m.as_str(), a), (message, at(line, column)), "{bad}");
+        }
+        let not_utf8 = b"{\"a\": \"\xff\"}";
+        let ScanError::Syntax { message, at: a } = Scanner::new(&not_utf8[..]).value().unwrap_err() else { panic!() };
+        assert_eq!((message.as_str(), a), ("invalid UTF-8", at(1, 8)));
+    }
+}
