@@ -69,15 +69,7 @@ fn compact_pod(pod: &mut Pod) {
         }
         shrink(&mut status.conditions);
     }
-    if let Some(status) = pod.status.as_mut() {
-        shrink(&mut status.conditions);
-    }
-    shrink(&mut pod.metadata.owner_references);
     let Some(spec) = pod.spec.as_mut() else { return };
-    shrink(&mut spec.tolerations);
-    shrink(&mut spec.topology_spread_constraints);
-    spec.containers.shrink_to_fit();
-    shrink(&mut spec.init_containers);
     if let Some(volumes) = spec.volumes.as_mut() {
         volumes.retain(|v| {
             v.persistent_volume_claim.is_some()
@@ -93,15 +85,6 @@ fn compact_pod(pod: &mut Pod) {
     spec.containers.shrink_to_fit();
     let containers = spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten());
     containers.for_each(compact_container);
-}
-
-/// A list parsed grows by doubling: half of its room can be empty, for as long as the object is
-/// kept (a pod's five conditions took room for eight, 480 bytes; its tolerations, owners and
-/// spread constraints as much again).
-fn shrink<T>(list: &mut Option<Vec<T>>) {
-    if let Some(list) = list.as_mut() {
-        list.shrink_to_fit();
-    }
 }
 
 fn compact_container(container: &mut Container) {
