@@ -79,30 +79,57 @@ async fn a_failed_increase_size_backs_the_group_off_and_another_group_scales_up(
     assert!(controller.try_exit().is_none(), "the controller kept running; log: {}", controller.log());
 }
 
+/// A controller on one group of two nodes whose first DeleteNodes fails, cordoning before
+/// deleting, with `extra`: once both nodes are up, the first gets a busy pod, so the second,
+/// empty one is the node to remove (the group's minimum is 1). A deletion that fails after it
+/// started delays only its group, and only with the local delay type, as upstream's (the
+/// cluster-wide delay follows a failure to taint): `--scale-down-delay-after-failure` in `extra`
+/// sets how long the group waits. Returns the controller, its `/metrics` port, the busy node
+/// and the empty one.
+async fn start_with_a_failing_delete(
+    server: &FakeApiServer,
+    test: &str,
+    extra: &[&str],
+) -> (tests::controller::Controller, u16, String, String) {
+    let cloud_config =
+        memory_cloud_config(&[memory_group("pool", 4, 1, 3, 2)], &["{group: pool, type: failDeleteNodes, times: 1}"]);
+    let mut flags = vec!["--cordon-node-before-terminating=true", "--scale-down-delay-type-local=true"];
+    flags.extend_from_slice(extra);
+    let (controller, port) = start_on_memory(server, test, &cloud_config, &flags);
+    let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
+        let nodes = node_names(server);
+        (nodes.len() == 2).then_some(nodes)
+    })
+    .await;
+    let (busy, empty) = (nodes[0].clone(), nodes[1].clone());
+    server.seed(&running_pod("keeper", 3000, &busy));
+    (controller, port, busy, empty)
+}
+
+/// Waits for `ScaleDownFailed` on `node`, then its taint and cordon undone.
+async fn failed_then_untainted_and_uncordoned(server: &FakeApiServer, node: &str) {
+    eventually(&format!("ScaleDownFailed on {node}, then its taint and cordon undone"), || async {
+        let failed = event_reasons(server, "Node", node).iter().any(|r| r == "ScaleDownFailed");
+        let spec = server.get::<Node>(None, node)?.spec;
+        let cordoned = spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+        (failed && !has_taint(server, node, TO_BE_DELETED) && !cordoned).then_some(())
+    })
+    .await;
+}
+
 /// A failed DeleteNodes whose untaint fails too (the API answers 500 to the node's update): the
 /// node is not left tainted and cordoned until a restart, as upstream leaves it; the removal is
 /// retried in the next loop, long before the group's failure delay lets the node be chosen again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loop() {
     let server = FakeApiServer::start().await;
-    let cloud_config =
-        memory_cloud_config(&[memory_group("pool", 4, 1, 3, 2)], &["{group: pool, type: failDeleteNodes, times: 1}"]);
     let extra = [
-        "--cordon-node-before-terminating=true",
         // The window between the taint and DeleteNodes in which the untaint's fault is armed.
         "--node-delete-delay-after-taint=3s",
         // Long enough that only the untaint's retry, not a new deletion, can clear the taint.
-        "--scale-down-delay-type-local=true",
         "--scale-down-delay-after-failure=10m",
     ];
-    let (controller, port) = start_on_memory(&server, "untaint-fails", &cloud_config, &extra);
-    let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
-        let nodes = node_names(&server);
-        (nodes.len() == 2).then_some(nodes)
-    })
-    .await;
-    let (busy, empty) = (nodes[0].clone(), nodes[1].clone());
-    server.seed(&running_pod("keeper", 3000, &busy));
+    let (_controller, port, _busy, empty) = start_with_a_failing_delete(&server, "untaint-fails", &extra).await;
     eventually(&format!("the ToBeDeleted taint on {empty}"), || async {
         has_taint(&server, &empty, TO_BE_DELETED).then_some(())
     })
@@ -110,13 +137,7 @@ async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loo
     let node_path = format!("/api/v1/nodes/{empty}");
     server.inject_fault(Fault { verb: Some(Verb::Update), ..Fault::new(&node_path, 500) });
 
-    eventually(&format!("ScaleDownFailed on {empty}, then its taint and cordon undone"), || async {
-        let failed = event_reasons(&server, "Node", &empty).iter().any(|r| r == "ScaleDownFailed");
-        let node = server.get::<Node>(None, &empty)?;
-        let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
-        (failed && !has_taint(&server, &empty, TO_BE_DELETED) && !cordoned).then_some(())
-    })
-    .await;
+    failed_then_untainted_and_uncordoned(&server, &empty).await;
     assert!(server.pending_faults().is_empty(), "the first untaint was answered 500");
     assert!(server.request_count(Verb::Update, &node_path) >= 3, "the taint, the failed untaint, its retry");
     assert_eq!(node_names(&server).len(), 2, "nothing deleted");
@@ -131,34 +152,11 @@ async fn a_failed_untaint_after_a_failed_delete_nodes_is_retried_in_the_next_loo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_delete_nodes_untaints_and_uncordons_the_node_and_a_later_retry_removes_it() {
     let server = FakeApiServer::start().await;
-    let cloud_config =
-        memory_cloud_config(&[memory_group("pool", 4, 1, 3, 2)], &["{group: pool, type: failDeleteNodes, times: 1}"]);
-    let extra = [
-        "--cordon-node-before-terminating=true",
-        "--node-delete-delay-after-taint=0s",
-        // The window in which the rolled-back node is seen before the retry. A deletion that
-        // fails after it started delays only its group, and only with the local delay type, as
-        // upstream's (the cluster-wide delay follows a failure to taint).
-        "--scale-down-delay-type-local=true",
-        "--scale-down-delay-after-failure=8s",
-    ];
-    let (controller, port) = start_on_memory(&server, "delete-fails", &cloud_config, &extra);
-    let nodes = eventually(&format!("both initial nodes (log: {})", controller.log()), || async {
-        let nodes = node_names(&server);
-        (nodes.len() == 2).then_some(nodes)
-    })
-    .await;
-    // pool-1 is busy; pool-2 is empty and is the one to remove (the group's minimum is 1).
-    let (busy, empty) = (nodes[0].clone(), nodes[1].clone());
-    server.seed(&running_pod("keeper", 3000, &busy));
+    // The window in which the rolled-back node is seen before the retry.
+    let extra = ["--node-delete-delay-after-taint=0s", "--scale-down-delay-after-failure=8s"];
+    let (_controller, port, busy, empty) = start_with_a_failing_delete(&server, "delete-fails", &extra).await;
 
-    eventually(&format!("ScaleDownFailed on {empty}, then its taint and cordon undone"), || async {
-        let failed = event_reasons(&server, "Node", &empty).iter().any(|r| r == "ScaleDownFailed");
-        let node = server.get::<Node>(None, &empty)?;
-        let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
-        (failed && !has_taint(&server, &empty, TO_BE_DELETED) && !cordoned).then_some(())
-    })
-    .await;
+    failed_then_untainted_and_uncordoned(&server, &empty).await;
     let failed = server
         .list::<Event>()
         .into_iter()
