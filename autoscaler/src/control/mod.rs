@@ -33,6 +33,7 @@ use self::soft_taint::update_soft_taints;
 use self::status::{StatusWriter, go_time};
 use crate::config::AutoscalingOptions;
 use crate::core::decide::DecideTimings;
+use crate::core::laps::Laps;
 use crate::core::plan::{GroupIncrease, Plan, ScaleDownStatus, ScaleUpResult};
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::hpa::MetricsSource;
@@ -143,23 +144,6 @@ pub struct IterationTimings {
     pub scale_down: Duration,
     /// The status ConfigMap and the events.
     pub status: Duration,
-}
-
-/// Stopwatch laps for [`IterationTimings`].
-struct Laps(std::time::Instant);
-
-impl Laps {
-    fn start() -> Self {
-        Laps(std::time::Instant::now())
-    }
-
-    /// The time since the last lap (or the start), and a new lap.
-    fn lap(&mut self) -> Duration {
-        let now = std::time::Instant::now();
-        let elapsed = now.duration_since(self.0);
-        self.0 = now;
-        elapsed
-    }
 }
 
 impl LoopReport {

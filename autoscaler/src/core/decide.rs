@@ -155,11 +155,7 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
     let mut timings = DecideTimings::default();
-    let mut lap = std::time::Instant::now();
-    let mut time = |into: &mut std::time::Duration| {
-        *into = lap.elapsed();
-        lap = std::time::Instant::now();
-    };
+    let mut laps = crate::core::laps::Laps::start();
     // Each node name's slot in `scheduled`: a pod bound to a node goes to its node's list in
     // the one lookup that checks the node exists (one hash of the name per pod, not two).
     let mut node_slots: FxHashMap<&str, usize> =
@@ -307,14 +303,14 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         registered_nodes: registered,
         unmanaged_capacity,
     };
-    time(&mut timings.snapshot);
+    timings.snapshot = laps.lap();
     let mut scale_up = if !state.healthy {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "cluster is unhealthy: too many unready nodes")
     } else if !options.scale_up_from_zero && ready_schedulable == 0 {
         ScaleUpPlan::empty(ScaleUpResult::NotTried, "no ready nodes and --scale-up-from-zero=false")
     } else {
         let filtered = filter_out_schedulable(&mut snapshot, pending.clone());
-        time(&mut timings.filter_out_schedulable);
+        timings.filter_out_schedulable = laps.lap();
         let mut to_help = Vec::new();
         for p in filtered.still_pending {
             if p.daemonset {
@@ -367,7 +363,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     }
     scale_up.pods_ignored = ignored;
 
-    time(&mut timings.scale_up);
+    timings.scale_up = laps.lap();
 
     // Scale-down.
     let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
@@ -398,7 +394,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
     };
 
-    time(&mut timings.find_unneeded);
+    timings.find_unneeded = laps.lap();
     let plan = Plan {
         time: now.to_string(),
         cluster: ClusterSummary {

@@ -8,6 +8,7 @@ pub mod compact;
 pub mod counting;
 pub mod decide;
 pub mod fixtures;
+pub mod laps;
 pub mod memory;
 pub mod plan;
 pub mod readiness;
