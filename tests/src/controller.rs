@@ -330,6 +330,27 @@ pub async fn more_iterations(port: u16, text: &str, more: f64) {
     .await;
 }
 
+/// Lets the controller run three more iterations from the ones `text` counted, then checks
+/// that nothing more was asked for: `nodes` Nodes, `scaled_up_nodes_total` at `added`, and one
+/// successful IncreaseSize, whose event says `size_change`. Returns the metrics then.
+pub async fn settled_after_one_scale_up(
+    server: &FakeApiServer,
+    port: u16,
+    text: &str,
+    nodes: usize,
+    added: f64,
+    size_change: &str,
+) -> String {
+    more_iterations(port, text, 3.0).await;
+    let text = metrics_text(port).await;
+    assert_eq!(node_names(server).len(), nodes, "no second scale-up for the same pods");
+    assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(added), "{text}");
+    let increases = crate::private_iaas::succeeded_scale_ups(server);
+    assert_eq!(increases.len(), 1, "one IncreaseSize: {increases:?}");
+    assert!(increases[0].contains(size_change), "{increases:?}");
+    text
+}
+
 /// A memory provider's cloud-config: `groups` ([`memory_group`]) and the `faults` armed at
 /// start, each a flow mapping such as `{group: pool, type: failDeleteNodes, times: 1}`.
 pub fn memory_cloud_config(groups: &[String], faults: &[&str]) -> String {

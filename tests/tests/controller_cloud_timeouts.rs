@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use tests::controller::{
     first_node, has_taint, health, memory_cloud_config, memory_group, metrics_text, more_iterations, node_names,
-    pending_pod, running_pod, sample, start_on_memory,
+    pending_pod, running_pod, sample, settled_after_one_scale_up, start_on_memory,
 };
 use tests::fake_apiserver::FakeApiServer;
-use tests::private_iaas::{node_group_status, status_events, succeeded_scale_ups};
+use tests::private_iaas::{node_group_status, status_events};
 use tests::{bind, eventually};
 
 const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
@@ -179,13 +179,8 @@ async fn an_increase_size_answered_late_holds_the_loop_and_scales_up_once() {
     );
 
     let text = metrics_text(port).await;
-    more_iterations(port, &text, 3.0).await;
-    let text = metrics_text(port).await;
-    assert_eq!(node_names(&server).len(), 2, "one node for the pod");
-    assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(1.0), "{text}");
-    let increases = succeeded_scale_ups(&server);
-    assert_eq!(increases.len(), 1, "one IncreaseSize: {increases:?}");
-    assert!(increases[0].contains("setting group pool size to 2 instead of 1"), "{increases:?}");
+    let text =
+        settled_after_one_scale_up(&server, port, &text, 2, 1.0, "setting group pool size to 2 instead of 1").await;
     let pool = node_group_status(&server, "pool").expect("the pool's status");
     assert_eq!(pool["health"]["cloudProviderTarget"], 2, "{pool}");
     assert_eq!(pool["health"]["nodeCounts"]["registered"]["ready"], 2, "{pool}");

@@ -9,10 +9,10 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use tests::controller::{
     event_reasons, first_node, has_taint, health, memory_cloud_config, memory_group, metrics_text, more_iterations,
-    node_names, pending_pod, running_pod, sample, start_on_memory,
+    node_names, pending_pod, running_pod, sample, settled_after_one_scale_up, start_on_memory,
 };
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
-use tests::private_iaas::{status_events, succeeded_scale_ups};
+use tests::private_iaas::status_events;
 use tests::{bind, eventually};
 
 const STATUS: &str = "cluster-autoscaler-status";
@@ -237,13 +237,7 @@ async fn bursts_of_5xx_and_429_on_watches_and_lists_delay_the_burst_but_never_do
     let text = metrics_text(port).await;
     // Settled: a few more loops with the pods still pending (no scheduler binds them) and the
     // watches healthy again add nothing.
-    more_iterations(port, &text, 3.0).await;
-    let text = metrics_text(port).await;
-    assert_eq!(node_names(&server).len(), 4, "no second scale-up for the same pods");
-    assert_eq!(sample(&text, "cluster_autoscaler_scaled_up_nodes_total"), Some(3.0), "{text}");
-    let increases = succeeded_scale_ups(&server);
-    assert_eq!(increases.len(), 1, "one IncreaseSize for the burst: {increases:?}");
-    assert!(increases[0].contains("size to 4 instead of 1"), "{increases:?}");
+    let text = settled_after_one_scale_up(&server, port, &text, 4, 3.0, "size to 4 instead of 1").await;
 
     // client-go's counter has every failed attempt (a real API server is at 127.0.0.1:port).
     let host = server.addr().to_string();
