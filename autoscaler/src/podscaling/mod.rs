@@ -10,7 +10,7 @@
 pub mod file_metrics;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus, PodTemplateSpec};
@@ -159,55 +159,94 @@ fn key(meta: &ObjectMeta) -> String {
 
 /// The pods of each namespace, gathered once per pass: a pod autoscaler's selector is matched
 /// against its own namespace's pods only (a pass over every pod for each of hundreds of
-/// autoscalers was most of `plan` on a large dump).
+/// autoscalers was most of `plan` on a large dump), and within it, when the selector requires
+/// a `key=value` label (every workload's does), against the pods carrying that label only.
 #[derive(Debug, Default)]
-pub struct PodsByNamespace(HashMap<String, Vec<Arc<Pod>>>);
+pub struct PodsByNamespace(HashMap<String, NamespacePods>);
+
+/// One namespace's pods, in the order given, and their index by label.
+#[derive(Debug, Default)]
+struct NamespacePods {
+    pods: Vec<Arc<Pod>>,
+    /// Label key → value → positions in `pods` (ascending), built when first asked: with a
+    /// thousand workloads in a namespace, each autoscaler's selector otherwise tested every pod.
+    by_label: OnceLock<HashMap<String, HashMap<String, Vec<u32>>>>,
+}
+
+impl NamespacePods {
+    fn by_label(&self) -> &HashMap<String, HashMap<String, Vec<u32>>> {
+        self.by_label.get_or_init(|| {
+            let mut index: HashMap<String, HashMap<String, Vec<u32>>> = HashMap::new();
+            for (position, pod) in self.pods.iter().enumerate() {
+                // Positions fit: a namespace of more than 4 billion pods is not a cluster.
+                let position = u32::try_from(position).unwrap_or(u32::MAX);
+                for (key, value) in pod.metadata.labels.iter().flatten() {
+                    let values = match index.get_mut(key.as_str()) {
+                        Some(values) => values,
+                        None => index.entry(key.clone()).or_default(),
+                    };
+                    match values.get_mut(value.as_str()) {
+                        Some(positions) => positions.push(position),
+                        None => {
+                            values.insert(value.clone(), vec![position]);
+                        }
+                    }
+                }
+            }
+            index
+        })
+    }
+}
 
 impl PodsByNamespace {
     pub fn new(pods: &[Arc<Pod>]) -> PodsByNamespace {
-        let mut by_namespace: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
-        for pod in pods {
-            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-            match by_namespace.get_mut(namespace) {
-                Some(list) => list.push(pod.clone()),
-                None => {
-                    by_namespace.insert(namespace.to_string(), vec![pod.clone()]);
-                }
-            }
-        }
-        PodsByNamespace(by_namespace)
+        PodsByNamespace::gather(pods, |_| true)
     }
 
     /// The pods of the given namespaces only: what the pod autoscalers of those namespaces
     /// read, without indexing every pod of the cluster.
     pub fn of_namespaces(pods: &[Arc<Pod>], namespaces: &HashSet<&str>) -> PodsByNamespace {
-        let mut by_namespace: HashMap<String, Vec<Arc<Pod>>> = HashMap::new();
+        PodsByNamespace::gather(pods, |namespace| namespaces.contains(namespace))
+    }
+
+    fn gather(pods: &[Arc<Pod>], wanted: impl Fn(&str) -> bool) -> PodsByNamespace {
+        let mut by_namespace: HashMap<String, NamespacePods> = HashMap::new();
         // Lists come sorted by namespace from most sources: one lookup per run of a namespace.
         let mut last: Option<(&str, bool)> = None;
         for pod in pods {
             let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-            let wanted = match last {
-                Some((previous, wanted)) if previous == namespace => wanted,
-                _ => namespaces.contains(namespace),
+            let keep = match last {
+                Some((previous, keep)) if previous == namespace => keep,
+                _ => wanted(namespace),
             };
-            last = Some((namespace, wanted));
-            if !wanted {
+            last = Some((namespace, keep));
+            if !keep {
                 continue;
             }
             match by_namespace.get_mut(namespace) {
-                Some(list) => list.push(pod.clone()),
+                Some(list) => list.pods.push(pod.clone()),
                 None => {
-                    by_namespace.insert(namespace.to_string(), vec![pod.clone()]);
+                    let list = NamespacePods { pods: vec![pod.clone()], by_label: OnceLock::new() };
+                    by_namespace.insert(namespace.to_string(), list);
                 }
             }
         }
         PodsByNamespace(by_namespace)
     }
 
-    /// The pods of `namespace` that `selector` selects: what a pod autoscaler and its metrics
-    /// sources count.
+    /// The pods of `namespace` that `selector` selects, in the order given: what a pod
+    /// autoscaler and its metrics sources count.
     pub fn selected<'p>(&'p self, namespace: &str, selector: &'p Selector) -> impl Iterator<Item = &'p Arc<Pod>> + 'p {
-        self.0.get(namespace).into_iter().flatten().filter(move |p| selector.matches(p.metadata.labels.as_ref()))
+        let list = self.0.get(namespace);
+        let candidates: Box<dyn Iterator<Item = &'p Arc<Pod>> + 'p> = match (list, selector.required_equality()) {
+            (None, _) => Box::new(std::iter::empty()),
+            (Some(list), Some((key, value))) => {
+                let positions = list.by_label().get(key).and_then(|values| values.get(value));
+                Box::new(positions.into_iter().flatten().filter_map(|&p| list.pods.get(p as usize)))
+            }
+            (Some(list), None) => Box::new(list.pods.iter()),
+        };
+        candidates.filter(move |p| selector.matches(p.metadata.labels.as_ref()))
     }
 }
 
@@ -460,6 +499,49 @@ mod tests {
         now: Timestamp,
     ) -> AutoscalerReport {
         scaling.reconcile(view, &|target| target_from_view(view, target), &|_, _| None, metrics, now).remove(0)
+    }
+
+    /// The label index answers what a scan of the namespace's pods answers, in the same order.
+    #[test]
+    fn selected_pods_are_those_a_scan_selects() {
+        use simulator::testing::{pod, with_labels, with_namespace};
+        let mut pods = Vec::new();
+        for i in 0..40 {
+            let app = ["web", "api", "db"][i % 3];
+            let tier = if i % 4 == 0 { "front" } else { "back" };
+            let namespace = if i % 5 == 0 { "other" } else { "team" };
+            let labelled = with_labels(pod(&format!("p{i}"), "100m", "1Mi"), &[("app", app), ("tier", tier)]);
+            pods.push(Arc::new(with_namespace(labelled, namespace)));
+        }
+        pods.push(Arc::new(with_namespace(pod("bare", "100m", "1Mi"), "team")));
+        let by_namespace = PodsByNamespace::new(&pods);
+        let selectors = [
+            "app=web",
+            "app=web,tier=front",
+            "app in (web,api)",
+            "tier!=front",
+            "app",
+            "!app",
+            "app=missing",
+            "nokey=x",
+            "",
+        ];
+        for text in selectors {
+            let selector = Selector::parse(text).unwrap();
+            for namespace in ["team", "other", "absent"] {
+                let scan: Vec<&str> = pods
+                    .iter()
+                    .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+                    .filter(|p| selector.matches(p.metadata.labels.as_ref()))
+                    .filter_map(|p| p.metadata.name.as_deref())
+                    .collect();
+                let indexed: Vec<&str> =
+                    by_namespace.selected(namespace, &selector).filter_map(|p| p.metadata.name.as_deref()).collect();
+                assert_eq!(indexed, scan, "selector {text:?} in {namespace}");
+            }
+        }
+        let selector = Selector::parse("app=web").unwrap();
+        assert_eq!(by_namespace.selected("team", &selector).count(), 11, "the test selects something");
     }
 
     #[test]
