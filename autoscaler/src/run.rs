@@ -548,6 +548,7 @@ fn log_report(report: &LoopReport, trigger: Trigger, took: Duration) {
         cloud_refresh_ms = ms(t.cloud_refresh),
         update_cluster_state_ms = ms(t.update_cluster_state),
         snapshot_ms = ms(t.decide.snapshot),
+        snapshot_base = %t.decide.base,
         filter_out_schedulable_ms = ms(t.decide.filter_out_schedulable),
         scale_up_simulation_ms = ms(t.decide.scale_up),
         find_unneeded_ms = ms(t.decide.find_unneeded),

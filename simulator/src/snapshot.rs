@@ -125,6 +125,11 @@ impl ClusterSnapshot {
         self.volumes = Some(Box::new(index));
     }
 
+    /// Turns the volume filters off again (the source of the next decision reports no volumes).
+    pub fn clear_volumes(&mut self) {
+        self.volumes = None;
+    }
+
     /// The volume a `WaitForFirstConsumer` claim would bind to on this node (see
     /// `VolumeIndex::matching_volume`).
     pub fn matching_volume(&mut self, claim_key: &Arc<str>, node: NodeId, chosen: &[&str]) -> Option<String> {

@@ -10,8 +10,9 @@ use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashMap;
 use simulator::drainability::{Controllers, PdbTracker};
 use simulator::well_known::POD_SCALE_UP_DELAY;
-use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
+use simulator::{NodeSet, PodInfo, Resources};
 
+use super::base_snapshot::BaseBuild;
 use super::cloud::CloudState;
 use super::cluster_state::ClusterState;
 use super::memory::LoopMemory;
@@ -60,6 +61,8 @@ pub struct DecideTimings {
     pub scale_up: std::time::Duration,
     /// `findUnneeded`: the scale-down simulation.
     pub find_unneeded: std::time::Duration,
+    /// Whether the snapshot's base was reused from the last decision.
+    pub base: BaseBuild,
 }
 
 /// Pending pods the scheduler gave up on: no node, `PodScheduled=False` with reason
@@ -234,32 +237,35 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     }
 
     // The snapshot: registered nodes (minus managed nodes still starting, which count as
-    // upcoming) with their pods, then template copies for upcoming nodes.
-    let mut snapshot = ClusterSnapshot::new();
-    snapshot.reserve_pods(scheduled_count + nominated.len());
-    snapshot.set_namespaces(view.namespaces.iter().map(|n| &**n));
-    if let Some(volumes) = view.volume_index(options.csi_node_aware_scheduling) {
-        snapshot.set_volumes(volumes);
-    }
+    // upcoming) with their pods — the base, kept from the last decision and updated — then,
+    // inside a fork undone at the end, template copies for upcoming nodes and what the
+    // decision simulates.
     let mut unmanaged_capacity: BTreeMap<String, i64> = BTreeMap::new();
+    let mut base_nodes = Vec::with_capacity(view.nodes.len());
     for node in &view.nodes {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let managed = cloud.group_of_node(&name).is_some();
-        if managed && state.readiness.get(&name) == Some(&Readiness::NotStarted) {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let managed = cloud.group_of_node(name).is_some();
+        if managed && state.readiness.get(name) == Some(&Readiness::NotStarted) {
             continue;
         }
         if !managed {
-            let gpu_type = cloud.node_gpus.get(&name).map(|g| g.gpu_type.clone()).filter(|t| !t.is_empty());
+            let gpu_type = cloud.node_gpus.get(name).map(|g| g.gpu_type.clone()).filter(|t| !t.is_empty());
             let info = simulator::NodeInfo::new(node.clone());
             for (r, v) in node_delta(&info, gpu_type.as_deref(), simulator::resources::NVIDIA_GPU) {
                 *unmanaged_capacity.entry(r).or_insert(0) += v;
             }
         }
-        let Ok(id) = snapshot.add_node(node.clone()) else { continue };
-        for p in pods_by_node.get(name.as_str()).into_iter().flatten() {
-            let _ = snapshot.add_pod(p.clone(), id);
-        }
+        base_nodes.push(node);
     }
+    let pods_of = |name: &str| pods_by_node.get(name).map_or(&[][..], Vec::as_slice);
+    let (mut snapshot, base_build) =
+        memory.snapshots.base(&base_nodes, pods_of, &view.namespaces, scheduled_count + nominated.len());
+    timings.base = base_build;
+    match view.volume_index(options.csi_node_aware_scheduling) {
+        Some(volumes) => snapshot.set_volumes(volumes),
+        None => snapshot.clear_volumes(),
+    }
+    snapshot.fork();
     let templates = build_templates(view, cloud, state, &pods_by_node, options, now);
     let mut upcoming = NodeSet::new();
     for group in &cloud.groups {
@@ -390,9 +396,12 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             upcoming: &upcoming,
             scale_up_this_loop: scaled_up || scale_up.result == ScaleUpResult::InCooldown,
         };
-        let outcome = plan_scale_down(ctx, snapshot);
+        let outcome = plan_scale_down(ctx, &mut snapshot);
         (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
     };
+    // Back to the base, for the next decision.
+    snapshot.revert();
+    memory.snapshots.keep(snapshot, &view.namespaces);
 
     timings.find_unneeded = laps.lap();
     let plan = Plan {

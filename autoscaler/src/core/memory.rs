@@ -36,6 +36,8 @@ pub struct LoopMemory {
     pub assume_unneeded_long_enough: bool,
     /// The last decision's `PodInfo`s, reused for the pods that did not change since.
     pub pod_infos: PodInfoCache,
+    /// The last decision's snapshot of the registered nodes and their pods, updated by deltas.
+    pub snapshots: super::base_snapshot::SnapshotCache,
 }
 
 impl LoopMemory {

@@ -2,6 +2,7 @@
 //! observe (`view`, `cloud`, `cluster_state`) → snapshot (`templates`) → decide (`decide`,
 //! `scale_up`, `scale_down`) → a `Plan`.
 
+pub mod base_snapshot;
 pub mod cloud;
 pub mod cluster_state;
 pub mod compact;

@@ -68,13 +68,12 @@ fn unremovable(
     }
 }
 
-/// Plans scale-down on `snapshot`, which it consumes: the simulated moves stay in it (reverting
-/// them would cost as much as making them, and nothing reads the snapshot afterwards).
-pub fn plan_scale_down(ctx: ScaleDownContext, mut snapshot: ClusterSnapshot) -> ScaleDownOutcome {
+/// Plans scale-down on `snapshot`. The simulated moves stay in it: the caller reverts its fork.
+pub fn plan_scale_down(ctx: ScaleDownContext, snapshot: &mut ClusterSnapshot) -> ScaleDownOutcome {
     let mut ctx = ctx;
-    let eligible = eligibility::check(&ctx, &snapshot);
+    let eligible = eligibility::check(&ctx, snapshot);
     let mut unremovable_nodes = eligible.unremovable;
-    let simulated = simulation::simulate(&mut ctx, &mut snapshot, &eligible.candidates);
+    let simulated = simulation::simulate(&mut ctx, snapshot, &eligible.candidates);
     unremovable_nodes.extend(simulated.unremovable.iter().cloned());
 
     let mut unremovable_until = HashMap::new();
