@@ -201,7 +201,7 @@ mod tests {
         let mut memory = LoopMemory::default();
         let mut now: Timestamp = "2026-01-02T00:00:00Z".parse().unwrap();
         let mut tick = || {
-            now = now + k8s_openapi::jiff::SignedDuration::from_secs(10);
+            now += k8s_openapi::jiff::SignedDuration::from_secs(10);
             now
         };
         let mut view = cluster();
