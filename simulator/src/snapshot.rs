@@ -76,6 +76,8 @@ pub enum SnapshotError {
     DuplicatePod(String),
     #[error("pod {0} not found in the snapshot")]
     PodNotFound(String),
+    #[error("node {0} cannot be replaced here (another name, pods on it, or inside a what-if)")]
+    NodeNotReplaceable(String),
 }
 
 #[derive(Debug)]
@@ -307,6 +309,24 @@ impl ClusterSnapshot {
             let info = self.nodes[id.index()].as_ref().expect("live node");
             self.index.pod_added(&pod, id, info, &self.namespace_labels);
         }
+    }
+
+    /// Puts a new version of a node (same name) in its place, keeping its id and its place in
+    /// the order, outside any what-if. The node must hold no pods: take them out first and
+    /// place them again after.
+    pub fn replace_node(&mut self, id: NodeId, node: Arc<Node>) -> Result<(), SnapshotError> {
+        let fresh = NodeInfo::new(node);
+        let Some(info) = self.nodes.get_mut(id.index()).and_then(Option::as_mut) else {
+            return Err(SnapshotError::NodeNotFound(format!("#{}", id.0)));
+        };
+        if info.name != fresh.name || !info.pods.is_empty() || !self.marks.is_empty() {
+            return Err(SnapshotError::NodeNotReplaceable(info.name.to_string()));
+        }
+        let old = std::mem::replace(info, fresh);
+        self.index.node_removed(&old);
+        let info = self.nodes[id.index()].as_ref().expect("live node");
+        self.index.node_added(info);
+        Ok(())
     }
 
     /// Removes a node and its pods.

@@ -4,17 +4,19 @@
 //! Building it pod by pod was most of a decision on a large cluster (a third of `simulate`'s
 //! time at 100,000 pods), while from one loop to the next only a few nodes' pods change. A
 //! decision works on the base inside a `fork()` and reverts it at the end, so what is kept is
-//! exactly the base again. The next decision reuses it when its nodes and namespaces are the
-//! same objects (the reflector stores and the memory cluster hand out the same `Arc` for an
-//! object that did not change) and replaces the pods of the nodes whose pods differ, in the
-//! view's order: the result holds the same nodes and pods in the same order as a fresh build,
-//! so the decision is the same. Anything else (a node added, removed or changed, a namespace's
-//! labels) builds the base afresh.
+//! exactly the base again. The next decision reuses it when it has nodes of the same names in
+//! the same order and the same namespace objects. Objects are compared by address: the
+//! reflector stores and the memory cluster hand out the same `Arc` for an object that did not
+//! change. A node whose object changed (kubelets report status every few minutes) is replaced
+//! in its place; the pods of a node whose pods differ are replaced in the view's order. The
+//! result holds the same nodes and pods in the same order as a fresh build, so the decision is
+//! the same. Anything else (a node added or removed, a namespace's labels) builds the base
+//! afresh.
 
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
-use simulator::{ClusterSnapshot, PodInfo};
+use simulator::{ClusterSnapshot, NodeId, PodInfo};
 
 /// The last decision's base, when there is one.
 #[derive(Default)]
@@ -102,8 +104,9 @@ fn same_objects<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
 }
 
-/// `snapshot` brought to `nodes` and their pods, when it holds the same node objects in the
+/// `snapshot` brought to `nodes` and their pods, when it holds nodes of the same names in the
 /// same order; `None` when it does not (or a pod could not be placed as a fresh build would).
+/// A node object that changed (its status, labels, taints) is replaced in its place.
 fn update<'p>(
     mut snapshot: ClusterSnapshot,
     nodes: &[&Arc<Node>],
@@ -112,24 +115,31 @@ fn update<'p>(
     if snapshot.node_count() != nodes.len() || snapshot.fork_depth() != 0 {
         return None;
     }
-    let mut changed = Vec::new();
+    // The nodes whose pods are replaced, with the new node object where the node changed.
+    let mut changed: Vec<(NodeId, Arc<str>, Option<Arc<Node>>)> = Vec::new();
     for ((id, info), node) in snapshot.nodes().zip(nodes) {
-        if !Arc::ptr_eq(&info.node, node) {
+        if Arc::ptr_eq(&info.node, node) {
+            if !same_objects(&info.pods, pods_of(&info.name)) {
+                changed.push((id, info.name.clone(), None));
+            }
+        } else if node.metadata.name.as_deref() == Some(&*info.name) {
+            changed.push((id, info.name.clone(), Some(Arc::clone(node))));
+        } else {
             return None;
-        }
-        if !same_objects(&info.pods, pods_of(&info.name)) {
-            changed.push((id, info.name.clone()));
         }
     }
     // Every changed node's pods out first, then in again in the view's order: a pod that moved
     // between two changed nodes is never in two places.
-    for (id, _) in &changed {
+    for (id, _, _) in &changed {
         let keys: Vec<Arc<str>> = snapshot.node(*id)?.pods.iter().map(|p| p.key.clone()).collect();
         for key in keys {
             snapshot.remove_pod(&key).ok()?;
         }
     }
-    for (id, name) in &changed {
+    for (id, name, node) in &changed {
+        if let Some(node) = node {
+            snapshot.replace_node(*id, node.clone()).ok()?;
+        }
         for pod in pods_of(name) {
             // A fresh build would have skipped it (a pod listed twice): build afresh.
             snapshot.add_pod(pod.clone(), *id).ok()?;
@@ -237,12 +247,26 @@ mod tests {
         assert!(matches!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { .. }));
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 0 });
 
-        // A node added, a node changed: built afresh.
+        // A node changed (more cpu: its pods' node is a scale-down candidate no more, or
+        // another), replaced in its place; a node tainted.
+        view.nodes[16] = Arc::new(node("n-16", "ng", 8000, 16, 110));
+        assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 1 });
+        let mut tainted = node("n-17", "ng", 4000, 16, 110);
+        tainted.spec.get_or_insert_with(Default::default).taints = Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: "dedicated".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]);
+        view.nodes[17] = Arc::new(tainted);
+        without(&mut view, "light-2");
+        assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 1 });
+
+        // A node added or removed: built afresh.
         view.nodes.push(Arc::new(node("n-30", "ng", 4000, 16, 110)));
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Fresh);
-        view.nodes[0] = Arc::new(node("n-00", "ng", 8000, 16, 110));
-        assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Fresh);
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 0 });
+        view.nodes.remove(29);
+        assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Fresh);
 
         // A namespace's labels (affinity terms' namespaceSelector): built afresh.
         let namespace: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "default"}})).unwrap();
