@@ -459,6 +459,45 @@ mod tests {
         assert_eq!(order, ["default/p1", "default/p2", "default/p3"]);
     }
 
+    /// A node replaced with other labels moves to another topology domain: the index answers
+    /// for the new one, the node keeps its id and place.
+    #[test]
+    fn a_replaced_node_counts_in_its_new_topology_domain() {
+        use crate::testing::{on_node, with_labels, with_node_labels};
+        let zoned = |name: &str, zone: &str| Arc::new(with_node_labels(node(name, "4", "8Gi"), &[("zone", zone)]));
+        let mut s = ClusterSnapshot::new();
+        let a = s.add_node(zoned("a", "z1")).unwrap();
+        let b = s.add_node(zoned("b", "z2")).unwrap();
+        let running = with_labels(on_node(pod("p", "1", "1Gi"), "a"), &[("app", "x")]);
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(running))), a).unwrap();
+        let mut spec: k8s_openapi::api::core::v1::Pod = pod("q", "1", "1Gi");
+        spec.spec.as_mut().unwrap().affinity = Some(serde_json::from_value(serde_json::json!({
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]}
+        })).unwrap());
+        let pending = PodInfo::new(Arc::new(spec));
+        assert!(s.check_pod(&pending, b).is_ok(), "b is in another zone than p");
+
+        s.replace_node(b, zoned("b", "z1")).unwrap();
+        assert!(matches!(s.check_pod(&pending, b), Err(crate::Unfit::PodAntiAffinity)), "b is in p's zone now");
+        assert_eq!(s.node_id("b"), Some(b));
+        assert_eq!(s.nodes().map(|(_, n)| n.name.to_string()).collect::<Vec<_>>(), ["a", "b"]);
+
+        // A node with pods, or another name, or inside a what-if, is not replaced.
+        assert!(matches!(s.replace_node(a, zoned("a", "z3")), Err(SnapshotError::NodeNotReplaceable(_))));
+        assert!(matches!(s.replace_node(b, zoned("c", "z3")), Err(SnapshotError::NodeNotReplaceable(_))));
+        s.fork();
+        assert!(matches!(s.replace_node(b, zoned("b", "z3")), Err(SnapshotError::NodeNotReplaceable(_))));
+        s.revert();
+
+        // `p` out, `a` moved to a third zone, `p` back: `b` is free of it again.
+        let p = s.remove_pod("default/p").unwrap();
+        s.replace_node(a, zoned("a", "z3")).unwrap();
+        s.add_pod(p, a).unwrap();
+        assert!(s.check_pod(&pending, b).is_ok(), "p's zone is z3 now");
+        assert_eq!(s.node(a).unwrap().requested.cpu_millis, 1000);
+    }
+
     #[test]
     fn duplicates_are_rejected() {
         let mut s = ClusterSnapshot::new();
