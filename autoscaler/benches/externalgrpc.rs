@@ -73,13 +73,20 @@ fn cluster() -> (ClusterView, String) {
     let mut k = 0;
     for n in view.nodes.clone() {
         for _ in 0..8 {
-            view.pods.push(Arc::new(fixtures::rs_pod("busy", k, 800, 3000, n.metadata.name.as_deref(), false)));
+            view.pods.push(Arc::new(simulator::PodInfo::from(fixtures::rs_pod(
+                "busy",
+                k,
+                800,
+                3000,
+                n.metadata.name.as_deref(),
+                false,
+            ))));
             k += 1;
         }
     }
     view.replicasets.push(Arc::new(fixtures::replicaset("huge", 40)));
     for i in 0..40 {
-        view.pods.push(Arc::new(fixtures::rs_pod("huge", i, 64_000, 1024, None, false)));
+        view.pods.push(Arc::new(simulator::PodInfo::from(fixtures::rs_pod("huge", i, 64_000, 1024, None, false))));
     }
     (view, config)
 }

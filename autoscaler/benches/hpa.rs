@@ -12,7 +12,7 @@ use autoscaler::hpa::{
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler, MetricIdentifier};
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use simulator::labels::Selector;
@@ -56,7 +56,7 @@ impl MetricsSource for Metrics {
 
 struct Fixture {
     hpas: Vec<HorizontalPodAutoscaler>,
-    pods: Vec<Vec<Arc<Pod>>>,
+    pods: Vec<Vec<Arc<simulator::PodInfo>>>,
     metrics: Metrics,
 }
 
@@ -91,7 +91,7 @@ fn fixture(start: Timestamp) -> Fixture {
                 last_transition_time: Some(started.clone()),
                 ..Default::default()
             }]);
-            group.push(Arc::new(pod));
+            group.push(Arc::new(simulator::PodInfo::from(pod)));
             let millicores = 150 + ((i * 7 + p * 13) % 300) as i64;
             usage.insert(name, PodResourceMetric::single(millicores, start, Duration::from_secs(30)));
         }

@@ -11,7 +11,6 @@ fn main() {
         _ => fixtures::scale_up_50k(),
     };
     if args.get(3).is_some() {
-        compile_only(&view);
         return;
     }
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
@@ -34,17 +33,4 @@ fn main() {
         let plan = decide(&input, &mut expander).plan;
         eprintln!("{:?} up={:?} unneeded={}", t.elapsed(), plan.scale_up.result, plan.scale_down.unneeded.len());
     }
-}
-
-#[allow(dead_code)]
-fn compile_only(view: &autoscaler::core::ClusterView) {
-    let t = std::time::Instant::now();
-    let infos: Vec<_> = view.pods.iter().map(|p| std::sync::Arc::new(simulator::PodInfo::new(p.clone()))).collect();
-    eprintln!("compile {} pods: {:?}", infos.len(), t.elapsed());
-    let t = std::time::Instant::now();
-    let reqs: i64 = view.pods.iter().map(|p| simulator::resources::pod_requests(p).cpu_millis).sum();
-    eprintln!("requests only: {:?} ({reqs})", t.elapsed());
-    let t = std::time::Instant::now();
-    drop(infos);
-    eprintln!("drop: {:?}", t.elapsed());
 }

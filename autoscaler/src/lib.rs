@@ -7,6 +7,7 @@
 //! - `control`: the control loop (upstream's RunOnce) and its memory between iterations.
 //! - `core`: the decision path (observe → snapshot → decide) shared by `plan` and the loop.
 //! - `hpa`: the embedded pod autoscalers.
+//! - `json_scan`: large JSON lists cut into items as they are read (dumps, the pod list).
 //! - `kube_adapter`: the ports over a real API server (kube-rs).
 //! - `leader`: Lease-based leader election (upstream's client-go election on a `Lease`).
 //! - `memory`: the in-memory cluster and virtual clock for `simulate` and tests.
@@ -22,6 +23,7 @@ pub mod config;
 pub mod control;
 pub mod core;
 pub mod hpa;
+pub mod json_scan;
 pub mod kube_adapter;
 pub mod leader;
 pub mod memory;

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus;
-use k8s_openapi::api::core::v1::{Pod, Taint};
+use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
+use simulator::PodInfo;
 use simulator::labels::Selector;
 
 use crate::core::ClusterView;
@@ -190,7 +191,7 @@ pub trait ClusterReader: Send + Sync {
     /// finds them (same objects, same order), when the reader keeps an index that finds them
     /// without reading every pod (the memory cluster); `None` when it does not, and then the
     /// caller scans the view. Only for a caller that changed nothing since its `view`.
-    fn selected_pods(&self, _namespace: &str, _selector: &Selector) -> Option<Vec<Arc<Pod>>> {
+    fn selected_pods(&self, _namespace: &str, _selector: &Selector) -> Option<Vec<Arc<PodInfo>>> {
         None
     }
 }

@@ -26,7 +26,7 @@ fn group(prefix: &str, cpu_milli: i64, mem: i64, count: usize) -> PodEquivalence
                 "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": format!("{cpu_milli}m"), "memory": mem.to_string()}}}]}
             }))
             .unwrap();
-            Arc::new(PodInfo::new(Arc::new(pod)))
+            Arc::new(PodInfo::new(&pod))
         })
         .collect();
     PodEquivalenceGroup { pods }

@@ -172,7 +172,7 @@ fn on_filled_new_nodes(snapshot: &mut ClusterSnapshot, state: &mut State, pod: &
 }
 
 fn uses_hostname_spread(pod: &PodInfo) -> bool {
-    pod.spread_constraints.iter().any(|c| c.term.topology_key == HOSTNAME_LABEL)
+    pod.shape.spread_constraints.iter().any(|c| c.term.topology_key == HOSTNAME_LABEL)
 }
 
 fn add_template_node(
@@ -291,6 +291,7 @@ fn best_group_for_fast_path(groups: &[&PodEquivalenceGroup], template: &NodeInfo
         let exemplar = group.exemplar();
         let count = group.pods.len();
         let by_anti_affinity = if exemplar
+            .shape
             .anti_affinity_terms
             .iter()
             .any(|t| t.topology_key == HOSTNAME_LABEL && t.selector.matches(exemplar.labels()))
@@ -305,9 +306,9 @@ fn best_group_for_fast_path(groups: &[&PodEquivalenceGroup], template: &NodeInfo
         };
         let nodes = by_anti_affinity.max(by(CPU)).max(by(MEMORY));
         let saved = count.checked_div(nodes).map_or(0, |per_node| count - per_node);
-        let eligible = exemplar.spread_constraints.is_empty()
-            && exemplar.pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_ref()).is_none()
-            && exemplar.anti_affinity_terms.iter().all(|t| t.topology_key == HOSTNAME_LABEL);
+        let eligible = exemplar.shape.spread_constraints.is_empty()
+            && exemplar.spec().topology_spread_constraints.is_none()
+            && exemplar.shape.anti_affinity_terms.iter().all(|t| t.topology_key == HOSTNAME_LABEL);
         if saved >= max_saved && eligible {
             best = Some(i);
             max_saved = saved;

@@ -48,7 +48,7 @@ fn group(prefix: &str, s: &PodShape, count: usize) -> PodEquivalenceGroup {
                 "spec": spec
             }))
             .unwrap();
-            Arc::new(PodInfo::new(Arc::new(pod)))
+            Arc::new(PodInfo::new(&pod))
         })
         .collect();
     PodEquivalenceGroup { pods }

@@ -41,7 +41,7 @@ fn options() -> Vec<ExpansionOption> {
         .map(|i| {
             let cpu = format!("{}m", 100 + (i % 7) * 50);
             let memory = format!("{}Mi", 128 + (i % 5) * 64);
-            Arc::new(PodInfo::new(Arc::new(testing::pod(&format!("pod-{i}"), &cpu, &memory))))
+            Arc::new(PodInfo::new(&testing::pod(&format!("pod-{i}"), &cpu, &memory)))
         })
         .collect();
     let total_cpu: i64 = pods.iter().map(|p| p.requests.cpu_millis).sum();

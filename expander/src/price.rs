@@ -165,7 +165,8 @@ fn price_score(
     let nodes_price = node_price * option.node_count as f64;
     let mut pods_price = 0.0;
     for pod in &option.pods {
-        pods_price += pricing.pod_price(&pod.pod, start, end).map_err(|e| format!("price of pod {}: {e}", pod.key))?;
+        pods_price +=
+            pricing.pod_price(&pod.to_pod(), start, end).map_err(|e| format!("price of pod {}: {e}", pod.key))?;
     }
     let stabilized_ratio = (nodes_price + stabilization) / (pods_price + stabilization);
 

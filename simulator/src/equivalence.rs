@@ -30,22 +30,29 @@ impl PodEquivalenceGroup {
 
 /// Whether two pods are interchangeable for scheduling.
 pub fn scheduling_equivalent(a: &PodInfo, b: &PodInfo) -> bool {
-    let spec_a = a.pod.spec.as_ref();
-    let spec_b = b.pod.spec.as_ref();
+    if Arc::ptr_eq(&a.shape, &b.shape)
+        && a.namespace() == b.namespace()
+        && a.labels() == b.labels()
+        && a.claims == b.claims
+        && a.node_name() == b.node_name()
+    {
+        // One compiled spec: everything else below is equal by construction.
+        return true;
+    }
     a.requests == b.requests
         && a.priority == b.priority
         && a.labels() == b.labels()
         && a.namespace() == b.namespace()
-        && a.host_ports == b.host_ports
+        && a.shape.host_ports == b.shape.host_ports
         && a.node_selector() == b.node_selector()
-        && a.node_affinity == b.node_affinity
-        && a.affinity_terms == b.affinity_terms
-        && a.anti_affinity_terms == b.anti_affinity_terms
-        && a.spread_constraints == b.spread_constraints
+        && a.shape.node_affinity == b.shape.node_affinity
+        && a.shape.affinity_terms == b.shape.affinity_terms
+        && a.shape.anti_affinity_terms == b.shape.anti_affinity_terms
+        && a.shape.spread_constraints == b.shape.spread_constraints
         && a.tolerations() == b.tolerations()
         && a.claims == b.claims
         && a.node_name() == b.node_name()
-        && spec_a.and_then(|s| s.scheduler_name.as_ref()) == spec_b.and_then(|s| s.scheduler_name.as_ref())
+        && a.scheduler_name() == b.scheduler_name()
 }
 
 /// Groups pods, keeping the order in which each group's first pod appears.
@@ -77,7 +84,7 @@ mod tests {
     use crate::testing::*;
 
     fn info(p: k8s_openapi::api::core::v1::Pod) -> Arc<PodInfo> {
-        Arc::new(PodInfo::new(Arc::new(p)))
+        Arc::new(PodInfo::new(&p))
     }
 
     #[test]

@@ -308,7 +308,7 @@ impl TopologyIndex {
                 }
             }
         }
-        for term in &pod.anti_affinity_terms {
+        for term in &pod.shape.anti_affinity_terms {
             let id = match self.carrier_ids.get(term) {
                 Some(id) => *id,
                 None => {

@@ -122,8 +122,9 @@ fn pod_info(index: usize, spec: &PodSpec, terms: &[Arc<PodTerm>]) -> Arc<PodInfo
     if spec.terminating {
         p.metadata.deletion_timestamp = Some(Time(Default::default()));
     }
-    let mut info = PodInfo::new(Arc::new(p));
-    info.anti_affinity_terms = spec.carries.map(|t| terms[t].clone()).into_iter().collect();
+    let mut info = PodInfo::new(&p);
+    std::sync::Arc::make_mut(&mut info.shape).anti_affinity_terms =
+        spec.carries.map(|t| terms[t].clone()).into_iter().collect();
     Arc::new(info)
 }
 

@@ -64,20 +64,20 @@ impl NodeInfo {
 
     pub(crate) fn push_pod(&mut self, pod: Arc<PodInfo>) {
         self.requested.add(&pod.requests);
-        self.used_ports.extend(pod.host_ports.iter().cloned());
+        self.used_ports.extend(pod.shape.host_ports.iter().cloned());
         self.pods.push(pod);
     }
 
     pub(crate) fn insert_pod(&mut self, position: usize, pod: Arc<PodInfo>) {
         self.requested.add(&pod.requests);
-        self.used_ports.extend(pod.host_ports.iter().cloned());
+        self.used_ports.extend(pod.shape.host_ports.iter().cloned());
         self.pods.insert(position, pod);
     }
 
     pub(crate) fn take_pod(&mut self, position: usize) -> Arc<PodInfo> {
         let pod = self.pods.remove(position);
         self.requested.sub(&pod.requests);
-        for hp in &pod.host_ports {
+        for hp in &pod.shape.host_ports {
             if let Some(i) = self.used_ports.iter().position(|u| u == hp) {
                 self.used_ports.swap_remove(i);
             }
@@ -105,14 +105,7 @@ impl NodeInfo {
         node.metadata.labels.get_or_insert_with(Default::default).insert(HOSTNAME_LABEL.to_string(), name.clone());
         let mut copy = NodeInfo::new(Arc::new(node));
         for pod in &self.pods {
-            let mut p = (*pod.pod).clone();
-            let pod_name = format!("{}-{suffix}", pod.name());
-            p.metadata.uid = Some(format!("{pod_name}-uid"));
-            p.metadata.name = Some(pod_name);
-            if let Some(spec) = p.spec.as_mut() {
-                spec.node_name = Some(name.clone());
-            }
-            copy.push_pod(Arc::new(PodInfo::new(Arc::new(p))));
+            copy.push_pod(Arc::new(pod.renamed(&format!("{}-{suffix}", pod.name()), &name)));
         }
         copy
     }

@@ -186,16 +186,16 @@ mod tests {
     }
 
     fn web(name: &str) -> Arc<PodInfo> {
-        Arc::new(PodInfo::new(Arc::new(with_labels(pod(name, "100m", "100Mi"), &[("app", "web")]))))
+        Arc::new(PodInfo::new(&with_labels(pod(name, "100m", "100Mi"), &[("app", "web")])))
     }
 
     #[test]
     fn pdb_matches_only_its_namespace_and_selector() {
         let t = PdbTracker::new(&[pdb("default", "web", json!({"matchLabels": {"app": "web"}}), 1)]);
         assert!(t.has_pdb(&web("a")));
-        let other_ns = PodInfo::new(Arc::new(with_namespace(with_labels(pod("b", "1", "1"), &[("app", "web")]), "x")));
+        let other_ns = PodInfo::new(&with_namespace(with_labels(pod("b", "1", "1"), &[("app", "web")]), "x"));
         assert!(!t.has_pdb(&other_ns));
-        let other_label = PodInfo::new(Arc::new(with_labels(pod("c", "1", "1"), &[("app", "db")])));
+        let other_label = PodInfo::new(&with_labels(pod("c", "1", "1"), &[("app", "db")]));
         assert!(!t.has_pdb(&other_label));
     }
 
@@ -203,7 +203,7 @@ mod tests {
     fn empty_selector_matches_whole_namespace_and_missing_selector_matches_nothing() {
         let everything = PdbTracker::new(&[pdb("default", "all", json!({}), 1)]);
         let missing = PdbTracker::new(&[pdb("default", "none", serde_json::Value::Null, 1)]);
-        let p = PodInfo::new(Arc::new(pod("a", "1", "1")));
+        let p = PodInfo::new(&pod("a", "1", "1"));
         assert!(everything.has_pdb(&p));
         assert!(!missing.has_pdb(&p));
     }

@@ -157,7 +157,7 @@ pub fn matches_node_selection(pod: &PodInfo, node: &NodeInfo) -> bool {
             return false;
         }
     }
-    pod.node_affinity.as_ref().is_none_or(|m| m.matches(&node.node))
+    pod.shape.node_affinity.as_ref().is_none_or(|m| m.matches(&node.node))
 }
 
 fn to_be_deleted_taint() -> Taint {
@@ -275,20 +275,20 @@ impl ClusterSnapshot {
                 prepared.volumes = Some(Box::new(index.prepare(pod, &self.index.claim_users, placed)));
             }
         }
-        if !pod.affinity_terms.is_empty() {
-            prepared.affinity = pod.affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
+        if !pod.shape.affinity_terms.is_empty() {
+            prepared.affinity = pod.shape.affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
             let ns_labels = self.namespace_labels();
-            let self_match = pod.affinity_terms.iter().all(|t| term_matches_pod(t, pod, ns_labels));
+            let self_match = pod.shape.affinity_terms.iter().all(|t| term_matches_pod(t, pod, ns_labels));
             if prepared.affinity.len() == 1 {
                 let counts = &self.index.terms[prepared.affinity[0]];
                 prepared.affinity_first_of_group = counts.total_in_domains == 0 && self_match;
             } else {
-                let multi = self.count_pods_matching_all(&pod.affinity_terms, prepared.affinity[0]);
+                let multi = self.count_pods_matching_all(&pod.shape.affinity_terms, prepared.affinity[0]);
                 prepared.affinity_first_of_group = multi.is_empty() && self_match;
                 prepared.affinity_multi = Some(multi);
             }
         }
-        prepared.anti_affinity = pod.anti_affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
+        prepared.anti_affinity = pod.shape.anti_affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
         let ns_labels = self.namespace_labels();
         let mut blocking = self.index.candidate_carriers(pod);
         blocking.retain(|i| {
@@ -296,7 +296,7 @@ impl ClusterSnapshot {
             c.total > 0 && term_matches_pod(&c.term, pod, ns_labels)
         });
         prepared.blocking_carriers = blocking;
-        if !pod.spread_constraints.is_empty() {
+        if !pod.shape.spread_constraints.is_empty() {
             prepared.spread = self.prepare_spread(pod);
         }
         prepared
@@ -326,11 +326,12 @@ impl ClusterSnapshot {
     }
 
     fn prepare_spread(&mut self, pod: &PodInfo) -> Vec<PreparedSpread> {
-        let constraints = &pod.spread_constraints;
+        let constraints = &pod.shape.spread_constraints;
         let ids: Vec<TermId> = constraints.iter().map(|c| self.ensure_term(&c.term)).collect();
         let same_key = constraints.iter().all(|c| c.term.topology_key == constraints[0].term.topology_key);
         let restricted = |c: &SpreadConstraint| {
-            c.honor_taints || (c.honor_node_affinity && (pod.node_selector().is_some() || pod.node_affinity.is_some()))
+            c.honor_taints
+                || (c.honor_node_affinity && (pod.node_selector().is_some() || pod.shape.node_affinity.is_some()))
         };
         let fast = same_key && !constraints.iter().any(restricted);
         if fast {
@@ -442,7 +443,7 @@ impl ClusterSnapshot {
             return Err(Unfit::NodeAffinity);
         }
         // NodePorts
-        if pod.host_ports.iter().any(|hp| node.used_ports.iter().any(|u| u.conflicts_with(hp))) {
+        if pod.shape.host_ports.iter().any(|hp| node.used_ports.iter().any(|u| u.conflicts_with(hp))) {
             return Err(Unfit::HostPorts);
         }
         // NodeResourcesFit
@@ -482,7 +483,7 @@ impl ClusterSnapshot {
         }
         if !prepared.affinity.is_empty() {
             let mut pods_exist = true;
-            for (term, id) in pod.affinity_terms.iter().zip(&prepared.affinity) {
+            for (term, id) in pod.shape.affinity_terms.iter().zip(&prepared.affinity) {
                 let Some(value) = node.label(&term.topology_key) else {
                     return Err(Unfit::PodAffinity);
                 };
@@ -498,7 +499,7 @@ impl ClusterSnapshot {
                 return Err(Unfit::PodAffinity);
             }
         }
-        for (term, id) in pod.anti_affinity_terms.iter().zip(&prepared.anti_affinity) {
+        for (term, id) in pod.shape.anti_affinity_terms.iter().zip(&prepared.anti_affinity) {
             if let Some(value) = node.label(&term.topology_key)
                 && self.index.terms[*id].per_domain.get(value).copied().unwrap_or(0) > 0
             {

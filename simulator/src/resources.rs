@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::quantity::{QuantityError, format_bytes, format_milli, parse_milli, parse_value};
@@ -178,7 +178,12 @@ fn is_restartable_init_container(container: &Container) -> bool {
 /// init containers) and the peak during init (each plain init container plus the sidecars
 /// started before it), plus the pod overhead. `pods` is always 1.
 pub fn pod_requests(pod: &Pod) -> Resources {
-    let Some(spec) = pod.spec.as_ref() else {
+    spec_requests(pod.spec.as_ref())
+}
+
+/// [`pod_requests`] of a pod with this spec.
+pub fn spec_requests(spec: Option<&PodSpec>) -> Resources {
+    let Some(spec) = spec else {
         return Resources { pods: 1, ..Default::default() };
     };
     let mut app = Resources::default();

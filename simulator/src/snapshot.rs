@@ -411,10 +411,10 @@ mod tests {
     fn fork_revert_restores_nodes_and_pods() {
         let mut s = ClusterSnapshot::new();
         let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
-        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p1", "1", "1Gi")))), a).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(&pod("p1", "1", "1Gi"))), a).unwrap();
         s.fork();
         let b = s.add_node(Arc::new(node("b", "4", "8Gi"))).unwrap();
-        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p2", "1", "1Gi")))), b).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(&pod("p2", "1", "1Gi"))), b).unwrap();
         s.remove_pod("default/p1").unwrap();
         s.remove_node(a).unwrap();
         assert_eq!(s.node_count(), 1);
@@ -434,10 +434,10 @@ mod tests {
         s.fork();
         let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
         s.fork();
-        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p1", "1", "1Gi")))), a).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(&pod("p1", "1", "1Gi"))), a).unwrap();
         s.commit();
         s.fork();
-        s.add_pod(Arc::new(PodInfo::new(Arc::new(pod("p2", "1", "1Gi")))), a).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(&pod("p2", "1", "1Gi"))), a).unwrap();
         s.revert();
         assert_eq!(s.node_by_name("a").unwrap().pods.len(), 1);
         s.revert();
@@ -450,7 +450,7 @@ mod tests {
         let mut s = ClusterSnapshot::new();
         let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
         for name in ["p1", "p2", "p3"] {
-            s.add_pod(Arc::new(PodInfo::new(Arc::new(pod(name, "100m", "1Mi")))), a).unwrap();
+            s.add_pod(Arc::new(PodInfo::new(&pod(name, "100m", "1Mi"))), a).unwrap();
         }
         s.fork();
         s.remove_pod("default/p2").unwrap();
@@ -469,13 +469,16 @@ mod tests {
         let a = s.add_node(zoned("a", "z1")).unwrap();
         let b = s.add_node(zoned("b", "z2")).unwrap();
         let running = with_labels(on_node(pod("p", "1", "1Gi"), "a"), &[("app", "x")]);
-        s.add_pod(Arc::new(PodInfo::new(Arc::new(running))), a).unwrap();
+        s.add_pod(Arc::new(PodInfo::new(&running)), a).unwrap();
         let mut spec: k8s_openapi::api::core::v1::Pod = pod("q", "1", "1Gi");
-        spec.spec.as_mut().unwrap().affinity = Some(serde_json::from_value(serde_json::json!({
-            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]}
-        })).unwrap());
-        let pending = PodInfo::new(Arc::new(spec));
+        spec.spec.as_mut().unwrap().affinity = Some(
+            serde_json::from_value(serde_json::json!({
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]}
+            }))
+            .unwrap(),
+        );
+        let pending = PodInfo::new(&spec);
         assert!(s.check_pod(&pending, b).is_ok(), "b is in another zone than p");
 
         s.replace_node(b, zoned("b", "z1")).unwrap();
@@ -503,7 +506,7 @@ mod tests {
         let mut s = ClusterSnapshot::new();
         let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
         assert!(matches!(s.add_node(Arc::new(node("a", "4", "8Gi"))), Err(SnapshotError::DuplicateNode(_))));
-        let p = Arc::new(PodInfo::new(Arc::new(pod("p1", "1", "1Gi"))));
+        let p = Arc::new(PodInfo::new(&pod("p1", "1", "1Gi")));
         s.add_pod(p.clone(), a).unwrap();
         assert!(matches!(s.add_pod(p, a), Err(SnapshotError::DuplicatePod(_))));
     }

@@ -116,7 +116,7 @@ mod tests {
     fn node_with(n: Node, pods: Vec<Pod>) -> NodeInfo {
         let mut info = NodeInfo::new(Arc::new(n));
         for p in pods {
-            info.push_pod(Arc::new(PodInfo::new(Arc::new(p))));
+            info.push_pod(Arc::new(PodInfo::new(&p)));
         }
         info
     }

@@ -24,7 +24,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, TopologySelectorTerm};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PodSpec, TopologySelectorTerm};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::labels::{Labels, NodeSelectorMatcher, Selector};
@@ -75,8 +75,8 @@ pub struct PodClaim {
 }
 
 /// The claims a pod's volumes use, in volume order.
-pub fn pod_claims(pod: &Pod, namespace: &str, pod_name: &str) -> Vec<PodClaim> {
-    let Some(volumes) = pod.spec.as_ref().and_then(|s| s.volumes.as_ref()) else { return Vec::new() };
+pub fn pod_claims(spec: &PodSpec, namespace: &str, pod_name: &str) -> Vec<PodClaim> {
+    let Some(volumes) = spec.volumes.as_ref() else { return Vec::new() };
     let mut claims = Vec::new();
     for volume in volumes {
         let (name, ephemeral) = if let Some(source) = &volume.persistent_volume_claim {
@@ -518,7 +518,7 @@ impl VolumeIndex {
                         .owner_references
                         .iter()
                         .flatten()
-                        .any(|o| o.controller == Some(true) && Some(&o.uid) == pod.pod.metadata.uid.as_ref())
+                        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == pod.uid())
                 });
                 if !owned {
                     return fail(format!(

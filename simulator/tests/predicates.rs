@@ -8,7 +8,7 @@ use simulator::testing::*;
 use simulator::{ClusterSnapshot, NodeId, PodInfo, Unfit};
 
 fn info(pod: Pod) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(pod)))
+    Arc::new(PodInfo::new(&pod))
 }
 
 fn with_spec(mut pod: Pod, patch: serde_json::Value) -> Pod {

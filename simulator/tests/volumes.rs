@@ -15,7 +15,7 @@ use simulator::{ClusterSnapshot, NodeId, PodInfo, Unfit};
 const ZONE: &str = "topology.kubernetes.io/zone";
 
 fn info(pod: Pod) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(pod)))
+    Arc::new(PodInfo::new(&pod))
 }
 
 fn zonal_node(name: &str, zone: &str) -> Node {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use cloudprovider::NodeGroup;
 use cloudprovider::duration::later;
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
@@ -256,7 +256,7 @@ impl Actuator {
         }
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         // The view's pods by node, built the first time a node's pods are needed.
-        let mut pods_by_node: Option<HashMap<&str, Vec<&Arc<Pod>>>> = None;
+        let mut pods_by_node: Option<HashMap<&str, Vec<&Arc<PodInfo>>>> = None;
         for name in names {
             let Some(node) = nodes.get(name.as_str()) else {
                 // The node is gone: its deletion is complete.
@@ -272,9 +272,9 @@ impl Actuator {
                     continue;
                 }
                 let pods_by_node = pods_by_node.get_or_insert_with(|| {
-                    let mut by_node: HashMap<&str, Vec<&Arc<Pod>>> = HashMap::new();
+                    let mut by_node: HashMap<&str, Vec<&Arc<PodInfo>>> = HashMap::new();
                     for p in &view.pods {
-                        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+                        if let Some(node) = p.node_name() {
                             by_node.entry(node).or_default().push(p);
                         }
                     }
@@ -345,14 +345,8 @@ impl Actuator {
                 let on_node: Vec<String> = view
                     .pods
                     .iter()
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str()))
-                    .map(|p| {
-                        format!(
-                            "{}/{}",
-                            p.metadata.namespace.as_deref().unwrap_or("default"),
-                            p.metadata.name.as_deref().unwrap_or("")
-                        )
-                    })
+                    .filter(|p| p.node_name() == Some(name.as_str()))
+                    .map(|p| p.key.to_string())
                     .collect();
                 if !pods.iter().any(|k| on_node.contains(k)) {
                     phase = Phase::Deleting { since: now };
@@ -457,7 +451,7 @@ impl Actuator {
         &self,
         view: &ClusterView,
         node: &Arc<Node>,
-        pods: &[&Arc<Pod>],
+        pods: &[&Arc<PodInfo>],
         deletion: &Deletion,
         options: &AutoscalingOptions,
         now: Timestamp,
@@ -465,9 +459,8 @@ impl Actuator {
         let mut info = NodeInfo::new(node.clone());
         // `pods`: the view's pods bound to the node, in view order.
         for p in pods {
-            let pod = PodInfo::new((*p).clone());
-            if !pod.is_terminal() && pod.priority >= options.expendable_pods_priority_cutoff {
-                info.pods.push(Arc::new(pod));
+            if !p.is_terminal() && p.priority >= options.expendable_pods_priority_cutoff {
+                info.pods.push(Arc::clone(p));
             }
         }
         let controllers = Controllers::new(
@@ -487,7 +480,7 @@ impl Actuator {
             return Err("a safe-to-evict: on-completion pod is still running".into());
         }
         let grace = |p: &PodInfo| {
-            let own = p.pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds).unwrap_or(30);
+            let own = p.spec().termination_grace_period_seconds.unwrap_or(30);
             own.min(options.max_graceful_termination_sec)
         };
         let evict = |p: &PodInfo| PodToEvict {

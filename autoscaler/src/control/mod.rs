@@ -192,7 +192,7 @@ pub struct Autoscaler {
     pod_scaling: PodScaling,
     next_pod_sync: Option<Timestamp>,
     /// Pods anticipated by the last pod autoscaler sync, for the next decision.
-    anticipated: Vec<Arc<k8s_openapi::api::core::v1::Pod>>,
+    anticipated: Vec<Arc<simulator::PodInfo>>,
 }
 
 fn status_ref(options: &AutoscalingOptions) -> ObjectRef {

@@ -42,8 +42,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use cloudprovider::duration::later;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use simulator::PodInfo;
 use tokio::sync::Notify;
 
 use super::LoopReport;
@@ -280,20 +280,13 @@ impl LoopSchedule {
 /// Whether a pod the watch delivers at `now` is a new unschedulable pod: not bound, not
 /// finished, `PodScheduled=False` with reason `Unschedulable`, and that condition changed at
 /// most [`MAX_POD_CHANGE_AGE`] ago (upstream's `isRecentUnschedulablePod`).
-pub fn is_recently_unschedulable(pod: &Pod, now: Timestamp) -> bool {
+pub fn is_recently_unschedulable(pod: &PodInfo, now: Timestamp) -> bool {
     if !is_unschedulable(pod) {
         return false;
     }
-    let changed = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .find(|c| c.type_ == "PodScheduled")
-        .and_then(|c| c.last_transition_time.as_ref());
+    let changed = pod.state.scheduled.as_ref().and_then(|c| c.last_transition_time);
     // Without a transition time nothing says the pod is old: as new.
-    changed.is_none_or(|t| later(t.0, MAX_POD_CHANGE_AGE) >= now)
+    changed.is_none_or(|t| later(t, MAX_POD_CHANGE_AGE) >= now)
 }
 
 /// From an adapter that sees unschedulable pods appear to the loop that waits for them. The
@@ -335,6 +328,7 @@ impl UnschedulablePodSignal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
 
     fn t(seconds: f64) -> Timestamp {
         later(Timestamp::UNIX_EPOCH, Duration::from_secs_f64(seconds))
@@ -595,6 +589,7 @@ mod tests {
             }))
             .unwrap()
         };
+        let is_recently_unschedulable = |pod: &Pod, now| is_recently_unschedulable(&PodInfo::new(pod), now);
         let changed_at = "1970-01-01T00:01:40Z"; // 100 s
         let unschedulable = pod(serde_json::json!(
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": changed_at}));

@@ -166,11 +166,11 @@ mod tests {
         view.replicasets.push(Arc::new(replicaset("light", 100)));
         for i in 0..15 {
             let name = format!("n-{i:02}");
-            view.pods.push(Arc::new(rs_pod("spread", i, 3000, 1024, Some(&name), true)));
+            view.pods.push(Arc::new(PodInfo::from(rs_pod("spread", i, 3000, 1024, Some(&name), true))));
         }
         for i in 0..30 {
             let name = format!("n-{:02}", 15 + i % 15);
-            view.pods.push(Arc::new(rs_pod("light", i, 100, 100, Some(&name), false)));
+            view.pods.push(Arc::new(PodInfo::from(rs_pod("light", i, 100, 100, Some(&name), false))));
         }
         view
     }
@@ -203,7 +203,7 @@ mod tests {
     }
 
     fn without(view: &mut ClusterView, name: &str) {
-        view.pods.retain(|p| p.metadata.name.as_deref() != Some(name));
+        view.pods.retain(|p| p.name() != name);
     }
 
     #[test]
@@ -220,20 +220,20 @@ mod tests {
 
         // A pod gone, one added, one changed (a new object with other requests).
         without(&mut view, "light-3");
-        view.pods.push(Arc::new(rs_pod("light", 40, 200, 100, Some("n-20"), false)));
-        let changed = view.pods.iter().position(|p| p.metadata.name.as_deref() == Some("light-7")).unwrap();
-        view.pods[changed] = Arc::new(rs_pod("light", 7, 900, 100, Some("n-22"), false));
+        view.pods.push(Arc::new(PodInfo::from(rs_pod("light", 40, 200, 100, Some("n-20"), false))));
+        let changed = view.pods.iter().position(|p| p.name() == "light-7").unwrap();
+        view.pods[changed] = Arc::new(PodInfo::from(rs_pod("light", 7, 900, 100, Some("n-22"), false)));
         let changes = decide_both(&view, &mut memory, tick());
         assert!(matches!(changes, BaseBuild::Updated { nodes_changed: 3.. }), "{changes:?}");
 
         // A pod deleted on one node and created again, same name, on another.
-        let moved = view.pods.iter().position(|p| p.metadata.name.as_deref() == Some("light-5")).unwrap();
-        view.pods[moved] = Arc::new(rs_pod("light", 5, 100, 100, Some("n-29"), false));
+        let moved = view.pods.iter().position(|p| p.name() == "light-5").unwrap();
+        view.pods[moved] = Arc::new(PodInfo::from(rs_pod("light", 5, 100, 100, Some("n-29"), false)));
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 2 });
 
         // Pending pods: the scale-up's simulation places them in the fork, not in the base.
         for i in 0..8 {
-            view.pods.push(Arc::new(rs_pod("spread", 100 + i, 3000, 1024, None, true)));
+            view.pods.push(Arc::new(PodInfo::from(rs_pod("spread", 100 + i, 3000, 1024, None, true))));
         }
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 0 });
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Updated { nodes_changed: 0 });
@@ -269,7 +269,8 @@ mod tests {
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Fresh);
 
         // A namespace's labels (affinity terms' namespaceSelector): built afresh.
-        let namespace: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "default"}})).unwrap();
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "default"}})).unwrap();
         view.namespaces.push(Arc::new(namespace));
         assert_eq!(decide_both(&view, &mut memory, tick()), BaseBuild::Fresh);
     }
@@ -281,7 +282,7 @@ mod tests {
         let now: Timestamp = "2026-01-02T00:00:00Z".parse().unwrap();
         let mut view = cluster();
         decide_both(&view, &mut memory, now);
-        view.pods.push(Arc::new(rs_pod("light", 0, 100, 100, Some("n-25"), false)));
+        view.pods.push(Arc::new(PodInfo::from(rs_pod("light", 0, 100, 100, Some("n-25"), false))));
         decide_both(&view, &mut memory, now);
         decide_both(&view, &mut memory, now);
         without(&mut view, "light-0");

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use expander::Expander;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashMap;
 use simulator::drainability::{Controllers, PdbTracker};
@@ -38,7 +37,7 @@ pub struct DecisionInput<'a> {
     pub memory: &'a LoopMemory,
     pub now: Timestamp,
     /// Pods a pod autoscaler's scale-up will create (HPA-aware scale-up); treated as pending.
-    pub anticipated: &'a [Arc<Pod>],
+    pub anticipated: &'a [Arc<PodInfo>],
 }
 
 /// The plan and what the loop should remember from this decision.
@@ -67,44 +66,46 @@ pub struct DecideTimings {
 
 /// Pending pods the scheduler gave up on: no node, `PodScheduled=False` with reason
 /// `Unschedulable`.
-pub fn is_unschedulable(pod: &Pod) -> bool {
-    let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-    let status = pod.status.as_ref();
-    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
-    !bound
-        && phase == "Pending"
-        && pod.metadata.deletion_timestamp.is_none()
-        && status
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+pub fn is_unschedulable(pod: &PodInfo) -> bool {
+    pod.node_name().is_none()
+        && pending_phase(pod)
+        && !pod.terminating
+        && pod
+            .state
+            .scheduled
+            .as_ref()
+            .is_some_and(|c| &*c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+}
+
+/// Phase `Pending`, or no phase yet.
+fn pending_phase(pod: &PodInfo) -> bool {
+    pod.state.phase.as_deref().is_none_or(|p| p == "Pending")
+}
+
+/// `spec.schedulerName`, as the API server defaults it.
+fn scheduler_name(pod: &PodInfo) -> &str {
+    pod.scheduler_name().unwrap_or("default-scheduler")
 }
 
 /// A pending pod of a `--bypassed-scheduler-names` scheduler that has not marked it yet (no
 /// PodScheduled condition): upstream treats it as unschedulable at once.
-fn awaits_bypassed_scheduler(pod: &Pod, options: &AutoscalingOptions) -> bool {
+fn awaits_bypassed_scheduler(pod: &PodInfo, options: &AutoscalingOptions) -> bool {
     if options.bypassed_scheduler_names.is_empty() {
         return false;
     }
-    let name = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
-    let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-    let status = pod.status.as_ref();
-    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
-    let scheduled_condition =
-        status.and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| c.type_ == "PodScheduled");
+    let name = scheduler_name(pod);
     options.bypassed_scheduler_names.iter().any(|n| n == name)
-        && !bound
-        && phase == "Pending"
-        && pod.metadata.deletion_timestamp.is_none()
-        && !scheduled_condition
+        && pod.node_name().is_none()
+        && pending_phase(pod)
+        && !pod.terminating
+        && pod.state.scheduled.is_none()
 }
 
-fn scheduler_allowed(pod: &Pod, options: &AutoscalingOptions) -> bool {
+fn scheduler_allowed(pod: &PodInfo, options: &AutoscalingOptions) -> bool {
     if options.allowed_scheduler_names.is_empty() {
         return true;
     }
-    let name = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+    let name = scheduler_name(pod);
     options.allowed_scheduler_names.iter().any(|n| n == name)
 }
 
@@ -121,7 +122,7 @@ fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> boo
     {
         delay = d;
     }
-    let Some(created) = pod.pod.metadata.creation_timestamp.as_ref().map(|t| t.0) else { return false };
+    let Some(created) = pod.created else { return false };
     let age = now.duration_since(created);
     // A creation time in the future (clock skew) is a negative age: young.
     age.is_negative() || age.unsigned_abs() <= delay
@@ -144,7 +145,7 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
     if pods.iter().any(|p| is_anticipated(p)) {
         return false;
     }
-    let age = |p: &PodInfo| p.pod.metadata.creation_timestamp.as_ref().map(|t| now.duration_since(t.0).as_secs_f64());
+    let age = |p: &PodInfo| p.created.map(|t| now.duration_since(t).as_secs_f64());
     let oldest = pods.iter().filter_map(|p| age(p)).fold(f64::NEG_INFINITY, f64::max);
     let gpu_oldest = pods
         .iter()
@@ -176,7 +177,6 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // Pending pods the scheduler nominated to an existing node: they wait there for preemption.
     let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
     let mut ignored: BTreeMap<String, String> = BTreeMap::new();
-    let mut pod_infos = memory.pod_infos.next_generation();
     // Counted for the plan's summary in the same pass.
     let (mut pending_count, mut unprocessed_count) = (0, 0);
     for pod in &view.pods {
@@ -184,11 +184,11 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         pending_count += usize::from(marked);
         unprocessed_count += usize::from(bypassed);
         let unschedulable = marked || bypassed;
-        let bound_to = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| node_slots.get(n));
+        let bound_to = pod.node_name().and_then(|n| node_slots.get(n));
         if bound_to.is_none() && !unschedulable {
             continue;
         }
-        let info = pod_infos.get(pod);
+        let info = pod.clone();
         if info.is_terminal() {
             continue;
         }
@@ -201,11 +201,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             }
             continue;
         }
-        let nominated_to = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref())
-            .filter(|n| !n.is_empty() && node_slots.contains_key(n));
+        let nominated_to = pod.state.nominated_node_name.as_deref().filter(|n| node_slots.contains_key(n));
         if let Some(&slot) = bound_to {
             scheduled[slot].push(info);
             scheduled_count += 1;
@@ -220,11 +216,9 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
             pending.push(info);
         }
     }
-    pod_infos.finish();
-    for pod in anticipated {
-        let info = Arc::new(PodInfo::new(pod.clone()));
+    for info in anticipated {
         if info.priority >= options.expendable_pods_priority_cutoff {
-            pending.push(info);
+            pending.push(info.clone());
         }
     }
     let mut pods_by_node: FxHashMap<&str, Vec<Arc<PodInfo>>> =

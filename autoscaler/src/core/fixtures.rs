@@ -9,6 +9,7 @@ use cloudprovider::{
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
+use simulator::pod::{PodInfo, PodInterner};
 
 use super::cloud::{CloudState, NodeGroupState};
 use super::view::ClusterView;
@@ -110,9 +111,10 @@ pub fn cloud(groups: Vec<NodeGroupState>, nodes: &[Arc<Node>]) -> CloudState {
 pub fn scale_up_50k() -> (ClusterView, CloudState) {
     let template = node("template", "ng", 4000, 16, 110);
     let mut view = ClusterView::default();
+    let mut interner = PodInterner::new();
     view.replicasets.push(Arc::new(replicaset("burst", 50_000)));
     for i in 0..50_000 {
-        view.pods.push(Arc::new(rs_pod("burst", i, 80, 256, None, false)));
+        view.pods.push(Arc::new(PodInfo::interned(rs_pod("burst", i, 80, 256, None, false), &mut interner)));
     }
     let mut g = group("ng", 0, 2000, &[], template);
     g.target_size = 0;
@@ -124,12 +126,16 @@ pub fn scale_up_50k() -> (ClusterView, CloudState) {
 /// safe to evict; the load fits on 800 of them → 1,200 unneeded.
 pub fn scale_down_2000() -> (ClusterView, CloudState) {
     let mut view = ClusterView::default();
+    let mut interner = PodInterner::new();
     let nodes: Vec<Node> = (0..2000).map(|i| node(&format!("node-{i:04}"), "ng", 4000, 16, 110)).collect();
     view.replicasets.push(Arc::new(replicaset("load", 80_000)));
     let mut k = 0;
     for n in &nodes {
         for _ in 0..40 {
-            view.pods.push(Arc::new(rs_pod("load", k, 40, 100, n.metadata.name.as_deref(), false)));
+            view.pods.push(Arc::new(PodInfo::interned(
+                rs_pod("load", k, 40, 100, n.metadata.name.as_deref(), false),
+                &mut interner,
+            )));
             k += 1;
         }
     }
@@ -145,6 +151,7 @@ pub fn scale_down_2000() -> (ClusterView, CloudState) {
 /// of an eleventh such Deployment: 5,000 fit the existing nodes, 1,000 need new ones.
 pub fn anti_affinity_surge() -> (ClusterView, CloudState) {
     let mut view = ClusterView::default();
+    let mut interner = PodInterner::new();
     let mut groups = Vec::new();
     let mut all_nodes = Vec::new();
     for g in 0..50 {
@@ -158,12 +165,15 @@ pub fn anti_affinity_surge() -> (ClusterView, CloudState) {
         let rs = format!("svc-{d}");
         view.replicasets.push(Arc::new(replicaset(&rs, 5000)));
         for (i, n) in all_nodes.iter().enumerate() {
-            view.pods.push(Arc::new(rs_pod(&rs, i, 300, 1024, n.metadata.name.as_deref(), true)));
+            view.pods.push(Arc::new(PodInfo::interned(
+                rs_pod(&rs, i, 300, 1024, n.metadata.name.as_deref(), true),
+                &mut interner,
+            )));
         }
     }
     view.replicasets.push(Arc::new(replicaset("surge", 6000)));
     for i in 0..6000 {
-        view.pods.push(Arc::new(rs_pod("surge", i, 300, 1024, None, true)));
+        view.pods.push(Arc::new(PodInfo::interned(rs_pod("surge", i, 300, 1024, None, true), &mut interner)));
     }
     view.nodes = all_nodes.into_iter().map(Arc::new).collect();
     let cloud = cloud(groups, &view.nodes);
@@ -176,6 +186,7 @@ pub fn anti_affinity_surge() -> (ClusterView, CloudState) {
 /// the static provider (groups by the `group` label).
 pub fn run_once_large() -> (ClusterView, String) {
     let mut view = ClusterView::default();
+    let mut interner = PodInterner::new();
     let mut config = String::from("nodeGroups:\n");
     for g in 0..10 {
         let id = format!("ng-{g}");
@@ -196,7 +207,10 @@ pub fn run_once_large() -> (ClusterView, String) {
     for (i, n) in view.nodes.clone().iter().enumerate() {
         for j in 0..28 {
             let rs = format!("running-{}", (i + j) % 10);
-            view.pods.push(Arc::new(rs_pod(&rs, k, 270, 512, n.metadata.name.as_deref(), false)));
+            view.pods.push(Arc::new(PodInfo::interned(
+                rs_pod(&rs, k, 270, 512, n.metadata.name.as_deref(), false),
+                &mut interner,
+            )));
             k += 1;
         }
     }
@@ -204,7 +218,7 @@ pub fn run_once_large() -> (ClusterView, String) {
         let rs = format!("pending-{d}");
         view.replicasets.push(Arc::new(replicaset(&rs, 1000)));
         for i in 0..1000 {
-            view.pods.push(Arc::new(rs_pod(&rs, i, 500, 1024, None, false)));
+            view.pods.push(Arc::new(PodInfo::interned(rs_pod(&rs, i, 500, 1024, None, false), &mut interner)));
         }
     }
     (view, config)
@@ -216,6 +230,7 @@ pub fn run_once_large() -> (ClusterView, String) {
 /// scale-down candidate. Every Deployment brings a distinct affinity term to the simulation.
 pub fn scale_down_anti_affinity_150k() -> (ClusterView, CloudState) {
     let mut view = ClusterView::default();
+    let mut interner = PodInterner::new();
     let nodes: Vec<Node> = (0..5000).map(|i| node(&format!("node-{i:04}"), "ng", 4000, 16, 110)).collect();
     for d in 0..1000 {
         let rs = format!("svc-{d:04}");
@@ -224,7 +239,10 @@ pub fn scale_down_anti_affinity_150k() -> (ClusterView, CloudState) {
             // Deployment d fills 150 consecutive nodes from d*150 (mod 5,000): the ranges of
             // d and d+100 coincide, so each node holds 30 pods of 30 different Deployments.
             let n = &nodes[(d * 150 + k) % nodes.len()];
-            view.pods.push(Arc::new(rs_pod(&rs, k, 40, 100, n.metadata.name.as_deref(), true)));
+            view.pods.push(Arc::new(PodInfo::interned(
+                rs_pod(&rs, k, 40, 100, n.metadata.name.as_deref(), true),
+                &mut interner,
+            )));
         }
     }
     let members: Vec<&Node> = nodes.iter().collect();

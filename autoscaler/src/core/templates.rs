@@ -135,7 +135,7 @@ pub fn daemonset_pod_for_node(ds: &DaemonSet, node: &Node) -> Option<PodInfo> {
         spec: Some(spec),
         status: Some(k8s_openapi::api::core::v1::PodStatus { phase: Some("Running".into()), ..Default::default() }),
     };
-    let info = PodInfo::new(Arc::new(pod));
+    let info = PodInfo::from(pod);
     let node_info = NodeInfo::new(Arc::new(node.clone()));
     let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
     (matches_node_selection(&info, &node_info) && untolerated_taint(taints, info.tolerations()).is_none())
@@ -159,14 +159,7 @@ fn node_info_with_pods(node: Node, pods: impl IntoIterator<Item = PodInfo>) -> N
 
 /// Re-homes a real node's DaemonSet / mirror pod onto the template.
 fn template_pod(pod: &PodInfo, template_name: &str) -> PodInfo {
-    let mut p = (*pod.pod).clone();
-    let name = format!("{}-{template_name}", pod.name());
-    p.metadata.uid = Some(format!("{name}-uid"));
-    p.metadata.name = Some(name);
-    if let Some(spec) = p.spec.as_mut() {
-        spec.node_name = Some(template_name.to_string());
-    }
-    PodInfo::new(Arc::new(p))
+    pod.renamed(&format!("{}-{template_name}", pod.name()), template_name)
 }
 
 /// Upstream's test (§6.5, step 1) for a real node to stand as its group's template: `ready`
@@ -242,8 +235,7 @@ pub fn build_templates(
         let Some(t) = group.template.as_ref() else { continue };
         let clean = sanitize_node(&t.node, &group.id, options);
         let template_name = clean.metadata.name.clone().unwrap_or_default();
-        let mut pods: Vec<PodInfo> =
-            t.pods.iter().map(|p| template_pod(&PodInfo::new(Arc::new(p.clone())), &template_name)).collect();
+        let mut pods: Vec<PodInfo> = t.pods.iter().map(|p| template_pod(&PodInfo::new(p), &template_name)).collect();
         pods.extend(view.daemonsets.iter().filter_map(|ds| daemonset_pod_for_node(ds, &clean)));
         out.insert(
             group.id.clone(),

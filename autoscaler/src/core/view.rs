@@ -8,16 +8,18 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, ReplicationController,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use simulator::PodInfo;
 use simulator::volumes::VolumeIndex;
 
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
     pub nodes: Vec<Arc<Node>>,
-    pub pods: Vec<Arc<Pod>>,
+    /// Pods in their compact form (`simulator::pod`), converted once per version by the source.
+    pub pods: Vec<Arc<PodInfo>>,
     pub pdbs: Vec<Arc<PodDisruptionBudget>>,
     pub daemonsets: Vec<Arc<DaemonSet>>,
     pub replicasets: Vec<Arc<ReplicaSet>>,

@@ -43,9 +43,9 @@ use k8s_openapi::api::autoscaling::v2::{
     HorizontalPodAutoscaler, HorizontalPodAutoscalerCondition, HorizontalPodAutoscalerSpec,
     HorizontalPodAutoscalerStatus, MetricSpec, MetricStatus, MetricTarget, ResourceMetricSource,
 };
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use simulator::PodInfo;
 
 pub use behavior::{HpaState, ScaleEvent};
 pub use conditions::{EventType, HpaEvent};
@@ -225,7 +225,7 @@ impl Reconcile {
 pub fn reconcile_hpa(
     hpa: &HorizontalPodAutoscaler,
     scale: &ScaleTarget,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     metrics: &dyn MetricsSource,
     config: &HpaConfig,
     state: &mut HpaState,
@@ -332,7 +332,7 @@ fn compute_replicas_for_metrics(
     hpa: &HorizontalPodAutoscaler,
     spec: &HorizontalPodAutoscalerSpec,
     scale: &ScaleTarget,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     source: &dyn MetricsSource,
     config: &HpaConfig,
 ) -> Result<(i32, String, Vec<MetricStatus>), Vec<MetricStatus>> {

@@ -7,8 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodCondition};
+use k8s_openapi::api::core::v1::Container;
 use k8s_openapi::jiff::Timestamp;
+use simulator::PodInfo;
+use simulator::pod::Condition;
 use simulator::quantity::parse_milli;
 
 use super::metrics::{FastHash, PodMetric, PodResourceMetrics, Usage};
@@ -34,25 +36,25 @@ pub(crate) fn sub(time: Timestamp, duration: Duration) -> Timestamp {
     time.saturating_sub(duration).unwrap_or(Timestamp::MIN)
 }
 
-pub(crate) fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+pub(crate) fn phase(pod: &PodInfo) -> &str {
+    pod.phase()
 }
 
-pub(crate) fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
-    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready")
+pub(crate) fn ready_condition(pod: &PodInfo) -> Option<&Condition> {
+    pod.state.ready.as_ref()
 }
 
-pub(crate) fn start_time(pod: &Pod) -> Option<Timestamp> {
-    pod.status.as_ref()?.start_time.as_ref().map(|t| t.0)
+pub(crate) fn start_time(pod: &PodInfo) -> Option<Timestamp> {
+    pod.state.start_time
 }
 
 /// A missing `lastTransitionTime` reads as Go's zero time: earlier than anything.
-pub(crate) fn transition_time(condition: &PodCondition) -> Timestamp {
-    condition.last_transition_time.as_ref().map_or(Timestamp::MIN, |t| t.0)
+pub(crate) fn transition_time(condition: &Condition) -> Timestamp {
+    condition.last_transition_time.unwrap_or(Timestamp::MIN)
 }
 
-pub(crate) fn pod_name(pod: &Pod) -> &str {
-    pod.metadata.name.as_deref().unwrap_or("")
+pub(crate) fn pod_name(pod: &PodInfo) -> &str {
+    pod.name()
 }
 
 fn ceil_to_i32(value: f64) -> i32 {
@@ -69,7 +71,7 @@ struct PodGroups<'a> {
 }
 
 pub(crate) struct ReplicaCalculator<'a> {
-    pub pods: &'a [Arc<Pod>],
+    pub pods: &'a [Arc<PodInfo>],
     pub cpu_initialization_period: Duration,
     pub initial_readiness_delay: Duration,
     pub tolerances: Tolerances,
@@ -112,7 +114,7 @@ impl<'a> ReplicaCalculator<'a> {
         let mut groups = PodGroups { ready_count: 0, unready: Vec::new(), missing: Vec::new(), ignored: Vec::new() };
         for pod in self.pods {
             let name = pod_name(pod);
-            if pod.metadata.deletion_timestamp.is_some() || phase(pod) == "Failed" {
+            if pod.terminating || phase(pod) == "Failed" {
                 groups.ignored.push(name);
                 continue;
             }
@@ -133,16 +135,16 @@ impl<'a> ReplicaCalculator<'a> {
         groups
     }
 
-    fn cpu_sample_unready(&self, pod: &Pod, metric: &PodMetric) -> bool {
+    fn cpu_sample_unready(&self, pod: &PodInfo, metric: &PodMetric) -> bool {
         let (Some(condition), Some(start)) = (ready_condition(pod), start_time(pod)) else { return true };
         let transition = transition_time(condition);
         if add(start, self.cpu_initialization_period) > self.now {
             // Still initializing: skip the sample if the pod is unready, or if one full metric
             // window has not passed since its last readiness change.
-            condition.status == "False" || metric.timestamp < add(transition, metric.window)
+            &*condition.status == "False" || metric.timestamp < add(transition, metric.window)
         } else {
             // Past initialization: skip it only if it is unready and has never been ready.
-            condition.status == "False" && add(start, self.initial_readiness_delay) > transition
+            &*condition.status == "False" && add(start, self.initial_readiness_delay) > transition
         }
     }
 
@@ -300,9 +302,9 @@ impl<'a> ReplicaCalculator<'a> {
         for pod in self.pods {
             let name = pod_name(pod);
             let pod_level = pod
-                .spec
+                .spec()
+                .resources
                 .as_ref()
-                .and_then(|s| s.resources.as_ref())
                 .and_then(|r| r.requests.as_ref())
                 .filter(|r| r.keys().any(|k| k == "cpu" || k == "memory" || k.starts_with("hugepages-")));
             let request = match pod_level {
@@ -319,8 +321,8 @@ fn filler(value: i64) -> PodMetric {
     PodMetric { value, timestamp: Timestamp::UNIX_EPOCH, window: Duration::ZERO }
 }
 
-pub(crate) fn is_pod_ready(pod: &Pod) -> bool {
-    ready_condition(pod).is_some_and(|c| c.status == "True")
+pub(crate) fn is_pod_ready(pod: &PodInfo) -> bool {
+    pod.is_ready()
 }
 
 fn request_of(container: &Container, resource: &str) -> Option<i64> {
@@ -329,18 +331,15 @@ fn request_of(container: &Container, resource: &str) -> Option<i64> {
     parse_milli(&quantity.0).ok()
 }
 
-fn scaling_containers(pod: &Pod) -> impl Iterator<Item = &Container> {
-    let spec = pod.spec.as_ref();
-    let main = spec.map(|s| s.containers.as_slice()).unwrap_or(&[]);
-    let sidecars = spec
-        .and_then(|s| s.init_containers.as_deref())
-        .unwrap_or(&[])
-        .iter()
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+fn scaling_containers(pod: &PodInfo) -> impl Iterator<Item = &Container> {
+    let spec = pod.spec();
+    let main = spec.containers.as_slice();
+    let sidecars =
+        spec.init_containers.as_deref().unwrap_or(&[]).iter().filter(|c| c.restart_policy.as_deref() == Some("Always"));
     main.iter().chain(sidecars)
 }
 
-fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64, String> {
+fn container_requests(pod: &PodInfo, container: &str, resource: &str) -> Result<i64, String> {
     let mut total = 0i64;
     for c in scaling_containers(pod) {
         if container.is_empty() || container == c.name {
@@ -360,7 +359,7 @@ fn container_requests(pod: &Pod, container: &str, resource: &str) -> Result<i64,
 }
 
 fn pod_level_request(
-    pod: &Pod,
+    pod: &PodInfo,
     pod_requests: &std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
     resource: &str,
 ) -> Result<i64, String> {

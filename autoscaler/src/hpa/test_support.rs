@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
+use simulator::PodInfo;
 use simulator::labels::Selector;
 use simulator::testing;
 
@@ -132,12 +133,12 @@ pub fn deleted(mut pod: Pod) -> Pod {
     pod
 }
 
-pub fn arcs(pods: Vec<Pod>) -> Vec<Arc<Pod>> {
-    pods.into_iter().map(Arc::new).collect()
+pub fn arcs(pods: Vec<Pod>) -> Vec<Arc<PodInfo>> {
+    pods.into_iter().map(|p| Arc::new(PodInfo::from(p))).collect()
 }
 
 /// `n` ready pods `p0..p{n-1}` requesting `cpu`.
-pub fn pods(n: usize, cpu: &str) -> Vec<Arc<Pod>> {
+pub fn pods(n: usize, cpu: &str) -> Vec<Arc<PodInfo>> {
     arcs((0..n).map(|i| pod(&format!("p{i}"), cpu)).collect())
 }
 
@@ -173,7 +174,7 @@ pub fn target(replicas: i32) -> ScaleTarget {
 pub fn run(
     hpa: &HorizontalPodAutoscaler,
     replicas: i32,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     metrics: &FakeMetrics,
     state: &mut HpaState,
     now: Timestamp,

@@ -33,7 +33,7 @@ fn object_metric_value_scales_by_ready_pods() {
     let hpa = with_metrics(json!([{"type": "Object", "object": {"metric": {"name": "requests-per-second"},
         "describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main-route"},
         "target": {"type": "Value", "value": "10k"}}}]));
-    let mut list = pods(3, "1").iter().map(|p| (**p).clone()).collect::<Vec<_>>();
+    let mut list = pods(3, "1").iter().map(|p| p.to_pod()).collect::<Vec<_>>();
     list.push(with_readiness(pod("p3", "1"), t(-60), "False", t(-60)));
     // Ratio 2 over the 3 ready pods (the unready fourth does not count): 6.
     let d = run(&hpa, 4, &arcs(list), &metrics, &mut HpaState::new(), t(0));

@@ -26,6 +26,7 @@ mod errors;
 mod events;
 pub(crate) mod lean;
 mod metrics;
+mod pod_watch;
 mod rate_limit;
 mod reader;
 mod request_metrics;

@@ -14,15 +14,17 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, ReplicationController,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
+use simulator::pod::PodInfo;
 use tokio::task::JoinHandle;
 
 use super::lean::Lean;
+use super::pod_watch::{PodEvent, PodStore, reflect_pods};
 use crate::control::schedule::{UnschedulablePodSignal, is_recently_unschedulable};
 use crate::core::ClusterView;
 use crate::hpa::wpa::WatermarkPodAutoscaler;
@@ -66,7 +68,7 @@ impl KubeClusterOptions {
 /// (`Lean`) and trimmed (`core::compact`) as each is parsed.
 pub struct KubeCluster {
     nodes: Store<Node>,
-    pods: Store<Pod>,
+    pods: Arc<PodStore>,
     pdbs: Store<PodDisruptionBudget>,
     daemonsets: Store<DaemonSet>,
     replicasets: Store<ReplicaSet>,
@@ -115,25 +117,27 @@ where
         while let Some(event) = stream.next().await {
             match event {
                 Ok(event) => observe(&event),
-                Err(error) => {
-                    // The whole chain: kube's own message stops at "client error (Connect)", the
-                    // cause ("Connection refused", a certificate, DNS) is in its sources.
-                    let mut cause = error.to_string();
-                    let mut source = std::error::Error::source(&error);
-                    while let Some(s) = source {
-                        // Wrappers repeat their source's words: each text once.
-                        let text = s.to_string();
-                        if !cause.contains(&text) {
-                            cause.push_str(&format!(": {text}"));
-                        }
-                        source = s.source();
-                    }
-                    tracing::warn!(kind = %kind, %server, error = %cause, "watch failed; retrying with backoff");
-                }
+                Err(error) => warn_watch_failed(&kind, &server, &error),
             }
         }
     }));
     store
+}
+
+pub(super) fn warn_watch_failed(kind: &str, server: &str, error: &dyn std::error::Error) {
+    // The whole chain: kube's own message stops at "client error (Connect)", the cause
+    // ("Connection refused", a certificate, DNS) is in its sources.
+    let mut cause = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        // Wrappers repeat their source's words: each text once.
+        let text = s.to_string();
+        if !cause.contains(&text) {
+            cause.push_str(&format!(": {text}"));
+        }
+        source = s.source();
+    }
+    tracing::warn!(kind = %kind, %server, error = %cause, "watch failed; retrying with backoff");
 }
 
 /// The object of an event, without the `Lean` wrapper it was parsed in.
@@ -150,11 +154,11 @@ fn unwrap_lean<K>(event: watcher::Event<Lean<K>>) -> watcher::Event<K> {
 /// The pod watch's observer: new unschedulable pods go to `signal` (only two timestamps, never
 /// a copy of a pod). Pods of a (re)list reach the store all at once when the list is complete,
 /// so the signal for them waits until then: an iteration started in between would not see them.
-fn observe_unschedulable(signal: Arc<UnschedulablePodSignal>) -> impl FnMut(&watcher::Event<Pod>) + Send + 'static {
+fn observe_unschedulable(signal: Arc<UnschedulablePodSignal>) -> impl FnMut(&PodEvent) + Send + 'static {
     // The new unschedulable pods of a (re)list in progress: whether there is one, and the
     // oldest creation time among them (the schedule's window counts from it).
     let mut listed_new: Option<Option<Timestamp>> = None;
-    let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let created = |pod: &PodInfo| pod.created;
     move |event| match event {
         watcher::Event::Apply(pod) => {
             let now = Timestamp::now();
@@ -205,13 +209,12 @@ impl KubeCluster {
         let unschedulable_pods = Arc::new(UnschedulablePodSignal::new());
         KubeCluster {
             nodes: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
-            pods: reflect_observed(
-                Api::all(client.clone()),
-                all(),
-                &options.server,
-                &mut tasks,
-                observe_unschedulable(unschedulable_pods.clone()),
-            ),
+            pods: {
+                let store = Arc::new(PodStore::default());
+                let observe = observe_unschedulable(unschedulable_pods.clone());
+                tasks.push(tokio::spawn(reflect_pods(client.clone(), store.clone(), options.server.clone(), observe)));
+                store
+            },
             pdbs: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
             daemonsets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
             replicasets: reflect(Api::all(client.clone()), all(), &options.server, &mut tasks),
@@ -241,24 +244,26 @@ impl KubeCluster {
     /// Waits until every store has completed its first list, at most `timeout`.
     pub async fn wait_synced(&self, timeout: Duration) -> Result<(), PortError> {
         let all_ready = async {
-            self.nodes.wait_until_ready().await?;
+            // Any store's writer gone: the watches stopped.
+            let stopped = |_| ();
+            self.nodes.wait_until_ready().await.map_err(stopped)?;
             self.pods.wait_until_ready().await?;
-            self.pdbs.wait_until_ready().await?;
-            self.daemonsets.wait_until_ready().await?;
-            self.replicasets.wait_until_ready().await?;
-            self.statefulsets.wait_until_ready().await?;
-            self.deployments.wait_until_ready().await?;
-            self.jobs.wait_until_ready().await?;
-            self.replication_controllers.wait_until_ready().await?;
-            self.config_maps.wait_until_ready().await?;
-            self.namespaces.wait_until_ready().await?;
-            self.hpas.wait_until_ready().await?;
-            self.persistent_volume_claims.wait_until_ready().await?;
-            self.persistent_volumes.wait_until_ready().await?;
-            self.storage_classes.wait_until_ready().await?;
-            self.csi_nodes.wait_until_ready().await?;
+            self.pdbs.wait_until_ready().await.map_err(stopped)?;
+            self.daemonsets.wait_until_ready().await.map_err(stopped)?;
+            self.replicasets.wait_until_ready().await.map_err(stopped)?;
+            self.statefulsets.wait_until_ready().await.map_err(stopped)?;
+            self.deployments.wait_until_ready().await.map_err(stopped)?;
+            self.jobs.wait_until_ready().await.map_err(stopped)?;
+            self.replication_controllers.wait_until_ready().await.map_err(stopped)?;
+            self.config_maps.wait_until_ready().await.map_err(stopped)?;
+            self.namespaces.wait_until_ready().await.map_err(stopped)?;
+            self.hpas.wait_until_ready().await.map_err(stopped)?;
+            self.persistent_volume_claims.wait_until_ready().await.map_err(stopped)?;
+            self.persistent_volumes.wait_until_ready().await.map_err(stopped)?;
+            self.storage_classes.wait_until_ready().await.map_err(stopped)?;
+            self.csi_nodes.wait_until_ready().await.map_err(stopped)?;
             match &self.wpas {
-                Some(wpas) => wpas.wait_until_ready().await,
+                Some(wpas) => wpas.wait_until_ready().await.map_err(stopped),
                 None => Ok(()),
             }
         };

@@ -83,7 +83,9 @@ pub struct MemoryCluster {
     // the cluster's own names; no map here is iterated where its order could show).
     pub(super) nodes_by_provider_id: HashMap<String, String>,
     pub(super) pods: Kind<Pod>,
-    pub(super) pod_infos: HashMap<ObjectKey, Arc<PodInfo>>,
+    /// Every pod in its compact form (what the view hands out), converted through `interner`.
+    pub(super) pod_infos: Kind<PodInfo>,
+    pub(super) interner: simulator::pod::PodInterner,
     pub(super) pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
     /// Owner uid → its pods (the objects, kept current by every store of a pod, so that a
     /// controller reads its pods without looking each one up).
@@ -142,7 +144,8 @@ impl MemoryCluster {
             node_infos: BTreeMap::new(),
             nodes_by_provider_id: HashMap::default(),
             pods: Kind::default(),
-            pod_infos: HashMap::default(),
+            pod_infos: Kind::default(),
+            interner: Default::default(),
             pods_by_node: HashMap::default(),
             pods_by_owner: HashMap::default(),
             unschedulable: BTreeSet::new(),
@@ -228,7 +231,7 @@ impl MemoryCluster {
     pub fn view(&mut self) -> ClusterView {
         ClusterView {
             nodes: self.nodes.list(),
-            pods: self.pods.list(),
+            pods: self.pod_infos.list(),
             pdbs: self.pdbs.list(),
             daemonsets: self.daemonsets.list(),
             replicasets: self.replicasets.list(),
@@ -357,8 +360,8 @@ impl MemoryCluster {
     /// The pods of a namespace that `selector` selects, in name order (as a scan of
     /// `view().pods` finds them): through the label index when the selector requires a label
     /// value, so a workload's pods are found without reading the others.
-    pub fn selected_pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Pod>> {
-        let selects = |pod: &&Arc<Pod>| selector.matches(pod.metadata.labels.as_ref());
+    pub fn selected_pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<PodInfo>> {
+        let selects = |pod: &&Arc<PodInfo>| selector.matches(pod.labels());
         match selector.required_equality() {
             Some((label, value)) => {
                 let index_key = (namespace.to_string(), label.to_string(), value.to_string());
@@ -366,12 +369,12 @@ impl MemoryCluster {
                     .get(&index_key)
                     .into_iter()
                     .flatten()
-                    .filter_map(|key| self.pods.get(key))
+                    .filter_map(|key| self.pod_infos.get(key))
                     .filter(selects)
                     .cloned()
                     .collect()
             }
-            None => self.pods_in_namespace(namespace).filter(selects).cloned().collect(),
+            None => self.pod_infos.in_namespace(namespace).map(|(_, pod)| pod).filter(selects).cloned().collect(),
         }
     }
 

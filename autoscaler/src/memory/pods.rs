@@ -167,22 +167,25 @@ impl MemoryCluster {
     pub(super) fn put_pod(&mut self, pod: Pod, change: PodChange) {
         let now = self.now();
         let key = ObjectKey::of(&pod.metadata);
+        let old_info = self.pod_infos.get(&key).cloned();
+        // A change of binding or status keeps the pod's compiled spec.
+        let info = Arc::new(match (change, &old_info) {
+            (PodChange::Status | PodChange::Bind, Some(old)) => {
+                old.restated(bound_node(&pod), pod.status.as_ref(), &mut self.interner)
+            }
+            _ => PodInfo::interned(pod.clone(), &mut self.interner),
+        });
         // What a pod watch would deliver now: the loop's schedule hears of it.
-        if is_recently_unschedulable(&pod, now) {
-            self.unschedulable_pods.record(now, pod.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        if is_recently_unschedulable(&info, now) {
+            self.unschedulable_pods.record(now, info.created);
         }
-        if crate::core::decide::is_unschedulable(&pod) {
+        if crate::core::decide::is_unschedulable(&info) {
             self.unschedulable.insert(key.clone());
         } else {
             self.unschedulable.remove(&key);
         }
         let pod = Arc::new(pod);
         let old = self.pods.insert(key.clone(), pod.clone());
-        let old_info = self.pod_infos.get(&key).cloned();
-        let info = match (change, &old_info, &old) {
-            (PodChange::Status | PodChange::Bind, Some(info), Some(_)) => info.clone(),
-            _ => Arc::new(PodInfo::new(pod.clone())),
-        };
         self.pod_infos.insert(key.clone(), info.clone());
 
         let old_node = old.as_deref().and_then(bound_node).map(str::to_string);

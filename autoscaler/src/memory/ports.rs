@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cloudprovider_memory::SharedTime;
-use k8s_openapi::api::core::v1::{Pod, Taint};
+use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::jiff::Timestamp;
 
 use super::cluster::MemoryCluster;
@@ -38,7 +38,11 @@ impl ClusterReader for MemoryClusterHandle {
         Ok(self.lock().view())
     }
 
-    fn selected_pods(&self, namespace: &str, selector: &simulator::labels::Selector) -> Option<Vec<Arc<Pod>>> {
+    fn selected_pods(
+        &self,
+        namespace: &str,
+        selector: &simulator::labels::Selector,
+    ) -> Option<Vec<Arc<simulator::PodInfo>>> {
         Some(self.lock().selected_pods(namespace, selector))
     }
 }

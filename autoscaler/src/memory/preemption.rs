@@ -19,7 +19,7 @@ use std::sync::Arc;
 use simulator::{NodeId, PodInfo};
 
 use super::cluster::MemoryCluster;
-use super::pods::{PodChange, creation, is_terminating};
+use super::pods::{PodChange, is_terminating};
 use super::store::ObjectKey;
 
 impl MemoryCluster {
@@ -42,7 +42,7 @@ impl MemoryCluster {
         let Some((node, victims)) = self.choose_victims(pod) else { return };
         for victim in &victims {
             let victim_key = ObjectKey::new(victim.namespace(), victim.name());
-            let grace = self.grace_of(&victim.pod);
+            let grace = self.pods.get(&victim_key).map_or(self.config.default_termination_grace, |p| self.grace_of(p));
             self.terminate_pod(&victim_key, grace);
         }
         let Some(stored) = self.pods.get(key) else { return };
@@ -74,7 +74,7 @@ impl MemoryCluster {
                 snapshot.revert();
                 continue;
             }
-            candidates.sort_by_cached_key(|p| (Reverse(p.priority), creation(&p.pod.metadata), p.key.clone()));
+            candidates.sort_by_cached_key(|p| (Reverse(p.priority), p.created, p.key.clone()));
             let mut victims = Vec::new();
             for candidate in candidates {
                 if snapshot.add_pod(candidate.clone(), id).is_err() {

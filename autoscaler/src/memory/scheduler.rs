@@ -26,7 +26,7 @@ use simulator::predicates::tolerates;
 use simulator::{ClusterSnapshot, NodeInfo, PodInfo};
 
 use super::cluster::MemoryCluster;
-use super::pods::{PodChange, bound_node, creation, is_terminal, set_condition, waiting_for_scheduler};
+use super::pods::{PodChange, bound_node, is_terminal, set_condition, waiting_for_scheduler};
 use super::store::ObjectKey;
 
 #[derive(Debug, Default)]
@@ -90,7 +90,9 @@ impl MemoryCluster {
     ) {
         let was_in = old.and_then(|_| self.scheduler.snapshot.pod_node(&info.key));
         let now_in = self.in_snapshot(new);
-        let info_changed = old_info.is_none_or(|o| !Arc::ptr_eq(o, info));
+        // The scheduler's snapshot reads only what a `Spec` change can change: after a change of
+        // binding or status it keeps the pod's earlier `PodInfo`, and nothing is re-placed.
+        let info_changed = change == PodChange::Spec || old_info.is_none();
         if was_in.is_some() && (was_in != now_in || info_changed) {
             let _ = self.scheduler.snapshot.remove_pod(&info.key);
             self.scheduler.retry_all = true;
@@ -204,7 +206,7 @@ impl MemoryCluster {
             .filter(|key| self.pods.get(key).is_some_and(|p| waiting_for_scheduler(p)))
             .filter_map(|key| self.pod_infos.get(&key).cloned().map(|info| (key, info)))
             .collect();
-        queue.sort_by_cached_key(|(key, info)| (Reverse(info.priority), creation(&info.pod.metadata), key.clone()));
+        queue.sort_by_cached_key(|(key, info)| (Reverse(info.priority), info.created, key.clone()));
         loop {
             let mut bound_any = false;
             let mut retry = Vec::new();
@@ -220,7 +222,7 @@ impl MemoryCluster {
                     Err(message) => {
                         self.mark_unschedulable(&key, message);
                         self.preempt_for(&key, &info);
-                        if info.has_inter_pod_affinity() || !info.spread_constraints.is_empty() {
+                        if info.has_inter_pod_affinity() || !info.shape.spread_constraints.is_empty() {
                             retry.push((key, info));
                         }
                     }

@@ -4,7 +4,6 @@
 //! earlier loops: unneeded nodes are shown as they would be removed once unneeded long enough.
 
 pub mod report;
-mod scan;
 pub mod snapshot;
 
 use clap::{Args, ValueEnum};

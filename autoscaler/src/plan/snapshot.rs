@@ -22,9 +22,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use simulator::pod::{PodInfo, PodInterner};
 
-use super::scan::{Position, ScanError, Scanner, Survey};
 use crate::core::ClusterView;
+use crate::json_scan::{Position, ScanError, Scanner, Survey};
 use crate::kube_adapter::lean;
 use crate::podscaling::file_metrics::MetricLists;
 
@@ -79,11 +80,13 @@ impl SnapshotError {
 pub struct Seen {
     /// Each object's place and fingerprint: keeping the objects themselves would hold the
     /// whole dump a second time.
-    objects: HashMap<(String, String, String, String), (String, super::scan::Fingerprint)>,
+    objects: HashMap<(String, String, String, String), (String, crate::json_scan::Fingerprint)>,
     /// The warnings about identical copies, one per copy.
     pub warnings: Vec<String>,
     /// (file, kind, field path without indices) → how many objects have that unknown field.
     unknown_fields: BTreeMap<(String, String, String), usize>,
+    /// Pods are kept in their compact form, their common parts shared.
+    interner: PodInterner,
 }
 
 impl Seen {
@@ -489,6 +492,17 @@ fn typed<T: DeserializeOwned + kube::Resource + Any>(
     file: &str,
     described: &str,
 ) -> Result<Arc<T>, SnapshotError> {
+    typed_owned(item, survey, seen, file, described).map(Arc::new)
+}
+
+/// [`typed`], the object itself.
+fn typed_owned<T: DeserializeOwned + kube::Resource + Any>(
+    item: Item<'_>,
+    survey: &Survey,
+    seen: &mut Seen,
+    file: &str,
+    described: &str,
+) -> Result<T, SnapshotError> {
     let error = |e: ObjectError| object_error(file, described, e);
     let refused = |e: &serde_json::Error, refusal: Option<ObjectError>| {
         // Only a refused object is read again, to find the path of the field at fault.
@@ -518,7 +532,7 @@ fn typed<T: DeserializeOwned + kube::Resource + Any>(
         *seen.unknown_fields.entry(key).or_default() += 1;
     }
     crate::core::compact::compact(&mut read.object);
-    Ok(Arc::new(read.object))
+    Ok(read.object)
 }
 
 fn object_error(file: &str, described: &str, e: ObjectError) -> SnapshotError {
@@ -575,9 +589,9 @@ fn add_object(
             view.nodes.push(node);
         }
         ("", "Pod") => {
-            let pod: Arc<Pod> = typed(item, survey, s, file, i)?;
+            let pod: Pod = typed_owned(item, survey, s, file, i)?;
             checked(refused_in_pod_spec("spec", pod.spec.as_ref()))?;
-            view.pods.push(pod);
+            view.pods.push(Arc::new(PodInfo::interned(pod, &mut s.interner)));
         }
         ("", "PersistentVolumeClaim") => {
             let claim: Arc<PersistentVolumeClaim> = typed(item, survey, s, file, i)?;
@@ -705,8 +719,7 @@ fn refused_in_workload(template: Option<&PodTemplateSpec>, replicas: Option<i32>
 /// Sorts objects by name so that reports and decisions do not depend on dump order.
 pub fn normalize(view: &mut ClusterView) {
     view.nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| (m.namespace.clone(), m.name.clone());
-    view.pods.sort_by_key(|p| key(&p.metadata));
+    view.pods.sort_by(|a, b| (a.namespace(), a.name()).cmp(&(b.namespace(), b.name())));
 }
 
 #[cfg(test)]

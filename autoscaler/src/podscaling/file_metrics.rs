@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, MetricIdentifier};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
+use simulator::PodInfo;
 use simulator::labels::Selector;
 use simulator::quantity::parse_milli;
 
@@ -170,7 +170,7 @@ pub struct FileMetrics<'a> {
 }
 
 impl FileMetrics<'_> {
-    fn selected<'p>(&'p self, namespace: &'p str, selector: &'p Selector) -> impl Iterator<Item = &'p Pod> + 'p {
+    fn selected<'p>(&'p self, namespace: &'p str, selector: &'p Selector) -> impl Iterator<Item = &'p PodInfo> + 'p {
         self.pods.selected(namespace, selector).map(|p| &**p)
     }
 }
@@ -184,7 +184,7 @@ impl MetricsSource for FileMetrics<'_> {
     ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
         let mut out = PodResourceMetrics::new();
         for pod in self.selected(namespace, selector) {
-            let name = pod.metadata.name.clone().unwrap_or_default();
+            let name = pod.name().to_string();
             let Some(usage) = self.lists.pod_usage.get(&(namespace.to_string(), name.clone())) else { continue };
             out.insert(
                 name,
@@ -211,7 +211,7 @@ impl MetricsSource for FileMetrics<'_> {
         metric: &MetricIdentifier,
         selector: &Selector,
     ) -> Result<Arc<PodMetricsInfo>, MetricsError> {
-        let names: Vec<String> = self.selected(namespace, selector).filter_map(|p| p.metadata.name.clone()).collect();
+        let names: Vec<String> = self.selected(namespace, selector).map(|p| p.name().to_string()).collect();
         let mut out = PodMetricsInfo::new();
         for v in &self.lists.custom {
             if v.kind == "Pod" && v.namespace == namespace && v.metric == metric.name && names.contains(&v.name) {

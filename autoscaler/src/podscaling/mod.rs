@@ -19,6 +19,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 use simulator::labels::Selector;
+use simulator::pod::{PodInfo, PodInterner};
 
 use crate::core::ClusterView;
 use crate::hpa::wpa::{WatermarkPodAutoscalerStatus, WpaDecision, WpaState, reconcile_wpa};
@@ -167,7 +168,7 @@ pub struct PodsByNamespace(HashMap<String, NamespacePods>);
 /// One namespace's pods, in the order given, and their index by label.
 #[derive(Debug, Default)]
 struct NamespacePods {
-    pods: Vec<Arc<Pod>>,
+    pods: Vec<Arc<PodInfo>>,
     /// Label key → value → positions in `pods` (ascending), built when first asked: with a
     /// thousand workloads in a namespace, each autoscaler's selector otherwise tested every pod.
     by_label: OnceLock<HashMap<String, HashMap<String, Vec<u32>>>>,
@@ -180,7 +181,7 @@ impl NamespacePods {
             for (position, pod) in self.pods.iter().enumerate() {
                 // Positions fit: a namespace of more than 4 billion pods is not a cluster.
                 let position = u32::try_from(position).unwrap_or(u32::MAX);
-                for (key, value) in pod.metadata.labels.iter().flatten() {
+                for (key, value) in pod.labels().into_iter().flatten() {
                     let values = match index.get_mut(key.as_str()) {
                         Some(values) => values,
                         None => index.entry(key.clone()).or_default(),
@@ -199,22 +200,22 @@ impl NamespacePods {
 }
 
 impl PodsByNamespace {
-    pub fn new(pods: &[Arc<Pod>]) -> PodsByNamespace {
+    pub fn new(pods: &[Arc<PodInfo>]) -> PodsByNamespace {
         PodsByNamespace::gather(pods, |_| true)
     }
 
     /// The pods of the given namespaces only: what the pod autoscalers of those namespaces
     /// read, without indexing every pod of the cluster.
-    pub fn of_namespaces(pods: &[Arc<Pod>], namespaces: &HashSet<&str>) -> PodsByNamespace {
+    pub fn of_namespaces(pods: &[Arc<PodInfo>], namespaces: &HashSet<&str>) -> PodsByNamespace {
         PodsByNamespace::gather(pods, |namespace| namespaces.contains(namespace))
     }
 
-    fn gather(pods: &[Arc<Pod>], wanted: impl Fn(&str) -> bool) -> PodsByNamespace {
+    fn gather(pods: &[Arc<PodInfo>], wanted: impl Fn(&str) -> bool) -> PodsByNamespace {
         let mut by_namespace: HashMap<String, NamespacePods> = HashMap::new();
         // Lists come sorted by namespace from most sources: one lookup per run of a namespace.
         let mut last: Option<(&str, bool)> = None;
         for pod in pods {
-            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+            let namespace = pod.namespace();
             let keep = match last {
                 Some((previous, keep)) if previous == namespace => keep,
                 _ => wanted(namespace),
@@ -236,9 +237,13 @@ impl PodsByNamespace {
 
     /// The pods of `namespace` that `selector` selects, in the order given: what a pod
     /// autoscaler and its metrics sources count.
-    pub fn selected<'p>(&'p self, namespace: &str, selector: &'p Selector) -> impl Iterator<Item = &'p Arc<Pod>> + 'p {
+    pub fn selected<'p>(
+        &'p self,
+        namespace: &str,
+        selector: &'p Selector,
+    ) -> impl Iterator<Item = &'p Arc<PodInfo>> + 'p {
         let list = self.0.get(namespace);
-        let candidates: Box<dyn Iterator<Item = &'p Arc<Pod>> + 'p> = match (list, selector.required_equality()) {
+        let candidates: Box<dyn Iterator<Item = &'p Arc<PodInfo>> + 'p> = match (list, selector.required_equality()) {
             (None, _) => Box::new(std::iter::empty()),
             (Some(list), Some((key, value))) => {
                 let positions = list.by_label().get(key).and_then(|values| values.get(value));
@@ -246,7 +251,7 @@ impl PodsByNamespace {
             }
             (Some(list), None) => Box::new(list.pods.iter()),
         };
-        candidates.filter(move |p| selector.matches(p.metadata.labels.as_ref()))
+        candidates.filter(move |p| selector.matches(p.labels()))
     }
 }
 
@@ -260,10 +265,10 @@ struct PodFinder<'v> {
 }
 
 /// A reader's index of pods by namespace and selector (`ClusterReader::selected_pods`).
-pub type PodIndex<'a> = dyn Fn(&str, &Selector) -> Option<Vec<Arc<Pod>>> + 'a;
+pub type PodIndex<'a> = dyn Fn(&str, &Selector) -> Option<Vec<Arc<PodInfo>>> + 'a;
 
 impl PodFinder<'_> {
-    fn selected(&mut self, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<Pod>> {
+    fn selected(&mut self, namespace: &str, selector: Option<&Selector>) -> Vec<Arc<PodInfo>> {
         let Some(selector) = selector else { return Vec::new() };
         if let Some(pods) = (self.index)(namespace, selector) {
             return pods;
@@ -284,7 +289,7 @@ impl PodFinder<'_> {
 }
 
 /// What a pod autoscaler sees of its target: the scale subresource and the pods it selects.
-fn scale_and_pods(pods: &mut PodFinder, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<Pod>>) {
+fn scale_and_pods(pods: &mut PodFinder, namespace: &str, target: &TargetState) -> (HpaScale, Vec<Arc<PodInfo>>) {
     let pods = pods.selected(namespace, target.selector.as_ref());
     let scale = HpaScale {
         spec_replicas: target.spec_replicas,
@@ -441,7 +446,7 @@ impl PodScaling {
 
 /// The pods a scale-up of `rescale` will create, as pending pods built from the target's pod
 /// template (empty for a scale-down or a target without a known template).
-pub fn anticipated_pods(rescale: &Rescale, now: Timestamp) -> Vec<Arc<Pod>> {
+pub fn anticipated_pods(rescale: &Rescale, now: Timestamp) -> Vec<Arc<PodInfo>> {
     let t = &rescale.target;
     let Some(template) = &t.template else { return Vec::new() };
     let existing = t.spec_replicas.max(t.status_replicas);
@@ -455,11 +460,13 @@ pub fn anticipated_pods(rescale: &Rescale, now: Timestamp) -> Vec<Arc<Pod>> {
         ..Default::default()
     };
     let meta = template.metadata.clone().unwrap_or_default();
+    // The replicas share their spec and labels (one interner for all of them).
+    let mut interner = PodInterner::new();
     (0..count)
         .map(|i| {
             let mut annotations = meta.annotations.clone().unwrap_or_default();
             annotations.insert(ANTICIPATED_ANNOTATION.into(), format!("{}/{}", t.target.kind, t.target.name));
-            Arc::new(Pod {
+            let pod = Pod {
                 metadata: ObjectMeta {
                     name: Some(format!("{}-anticipated-{i}", t.target.name)),
                     namespace: Some(t.target.namespace.clone()),
@@ -481,7 +488,8 @@ pub fn anticipated_pods(rescale: &Rescale, now: Timestamp) -> Vec<Arc<Pod>> {
                     }]),
                     ..Default::default()
                 }),
-            })
+            };
+            Arc::new(PodInfo::interned(pod, &mut interner))
         })
         .collect()
 }
@@ -511,9 +519,9 @@ mod tests {
             let tier = if i % 4 == 0 { "front" } else { "back" };
             let namespace = if i % 5 == 0 { "other" } else { "team" };
             let labelled = with_labels(pod(&format!("p{i}"), "100m", "1Mi"), &[("app", app), ("tier", tier)]);
-            pods.push(Arc::new(with_namespace(labelled, namespace)));
+            pods.push(Arc::new(PodInfo::from(with_namespace(labelled, namespace))));
         }
-        pods.push(Arc::new(with_namespace(pod("bare", "100m", "1Mi"), "team")));
+        pods.push(Arc::new(PodInfo::from(with_namespace(pod("bare", "100m", "1Mi"), "team"))));
         let by_namespace = PodsByNamespace::new(&pods);
         let selectors = [
             "app=web",
@@ -531,12 +539,11 @@ mod tests {
             for namespace in ["team", "other", "absent"] {
                 let scan: Vec<&str> = pods
                     .iter()
-                    .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
-                    .filter(|p| selector.matches(p.metadata.labels.as_ref()))
-                    .filter_map(|p| p.metadata.name.as_deref())
+                    .filter(|p| p.namespace() == namespace)
+                    .filter(|p| selector.matches(p.labels()))
+                    .map(|p| p.name())
                     .collect();
-                let indexed: Vec<&str> =
-                    by_namespace.selected(namespace, &selector).filter_map(|p| p.metadata.name.as_deref()).collect();
+                let indexed: Vec<&str> = by_namespace.selected(namespace, &selector).map(|p| p.name()).collect();
                 assert_eq!(indexed, scan, "selector {text:?} in {namespace}");
             }
         }

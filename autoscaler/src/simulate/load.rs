@@ -21,6 +21,7 @@ use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, MetricIdent
 use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::Value;
+use simulator::PodInfo;
 use simulator::labels::Selector;
 use simulator::quantity::parse_milli;
 
@@ -147,13 +148,8 @@ pub struct LoadModel {
     cluster: Arc<MemoryClusterHandle>,
 }
 
-fn ready(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
-    let status = pod.status.as_ref();
-    status.and_then(|s| s.phase.as_deref()) == Some("Running")
-        && status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        && pod.metadata.deletion_timestamp.is_none()
+fn ready(pod: &PodInfo) -> bool {
+    pod.phase() == "Running" && pod.is_ready() && !pod.terminating
 }
 
 impl LoadModel {
@@ -181,13 +177,13 @@ impl MetricsSource for LoadModel {
         let view = cluster.workloads_view();
         let selected = cluster.selected_pods(namespace, selector);
         drop(cluster);
-        let pods: Vec<&Arc<k8s_openapi::api::core::v1::Pod>> = selected.iter().collect();
+        let pods: Vec<&Arc<PodInfo>> = selected.iter().collect();
         // The load whose target's pods these are.
         let load = self.loads.iter().find_map(|l| match &l.0 {
             Load::Cpu { target, cost_milli_per_unit, trace } if target.namespace == namespace => {
                 let t = target_from_view(&view, target)?;
                 let sel = t.selector?;
-                pods.iter().any(|p| sel.matches(p.metadata.labels.as_ref())).then_some((*cost_milli_per_unit, trace))
+                pods.iter().any(|p| sel.matches(p.labels())).then_some((*cost_milli_per_unit, trace))
             }
             _ => None,
         });
@@ -198,14 +194,13 @@ impl MetricsSource for LoadModel {
                 ("cpu", Some((cost, trace))) => {
                     (trace.at(self.offset(now)) * cost / ready_pods.len().max(1) as f64).round() as i64
                 }
-                ("cpu", None) => simulator::resources::pod_requests(p).cpu_millis / 2,
+                ("cpu", None) => p.requests.cpu_millis / 2,
                 // Memory stays at the pods' requests (milli-bytes).
-                (_, _) => simulator::resources::pod_requests(p).get(resource).saturating_mul(1000),
+                (_, _) => p.requests.get(resource).saturating_mul(1000),
             };
-            let container =
-                p.spec.as_ref().and_then(|s| s.containers.first()).map(|c| c.name.clone()).unwrap_or_default();
+            let container = p.spec().containers.first().map(|c| c.name.clone()).unwrap_or_default();
             out.insert(
-                p.metadata.name.clone().unwrap_or_default(),
+                p.name().to_string(),
                 PodResourceMetric {
                     containers: vec![ContainerUsage { name: container, value: Some(value) }],
                     timestamp: now,

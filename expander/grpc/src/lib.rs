@@ -104,7 +104,7 @@ pub fn request_for(options: &[&ExpansionOption]) -> proto::BestOptionsRequest {
                 node_group_id: option.node_group_id.clone(),
                 node_count: i32::try_from(option.node_count).unwrap_or(i32::MAX),
                 debug: option.debug.clone(),
-                pod_bytes: option.pods.iter().map(|p| k8s_protobuf::pod_to_bytes(&p.pod)).collect(),
+                pod_bytes: option.pods.iter().map(|p| k8s_protobuf::pod_to_bytes(&p.to_pod())).collect(),
             }
         })
         .collect();

@@ -106,7 +106,7 @@ fn option(id: &str, node_count: usize, pod_count: usize) -> ExpansionOption {
         node_group_id: id.to_string(),
         node_count,
         pods: (0..pod_count)
-            .map(|i| Arc::new(PodInfo::new(Arc::new(testing::pod(&format!("{id}-pod-{i}"), "100m", "100Mi")))))
+            .map(|i| Arc::new(PodInfo::new(&testing::pod(&format!("{id}-pod-{i}"), "100m", "100Mi"))))
             .collect(),
         template: Arc::new(NodeInfo::new(Arc::new(testing::node(&format!("{id}-template"), "4", "16Gi")))),
         exists: true,
@@ -148,7 +148,7 @@ fn the_service_chooses_over_tls_and_sees_options_pods_and_templates() {
     assert_eq!(request.options[0].debug, "a debug");
     assert_eq!(request.options[0].pod_bytes.len(), 2);
     let pod = k8s_protobuf::pod_from_bytes(&request.options[0].pod_bytes[1]).unwrap();
-    assert_eq!(pod, *options[0].pods[1].pod);
+    assert_eq!(pod, options[0].pods[1].to_pod());
     let mut keys: Vec<&String> = request.node_bytes_map.keys().collect();
     keys.sort();
     assert_eq!(keys, ["a", "b", "c"]);

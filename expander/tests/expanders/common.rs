@@ -21,7 +21,7 @@ pub fn option(id: &str, template: Node, node_count: usize, pods: Vec<Pod>) -> Ex
     ExpansionOption {
         node_group_id: id.to_string(),
         node_count,
-        pods: pods.into_iter().map(|p| Arc::new(PodInfo::new(Arc::new(p)))).collect(),
+        pods: pods.into_iter().map(|p| Arc::new(PodInfo::new(&p))).collect(),
         template: Arc::new(NodeInfo::new(Arc::new(template))),
         exists: true,
         similar_node_groups: Vec::new(),

@@ -40,17 +40,15 @@ pub(super) fn safe_to_evict(pod: &PodInfo) -> Option<SafeToEvict> {
 /// The pod was deleted and has outlived its grace period plus 30s: it is as good as gone.
 /// Strictly after, as upstream compares. Utilization ignores such pods too.
 pub fn is_long_terminating(pod: &PodInfo, now: Timestamp) -> bool {
-    let Some(deleted) = pod.pod.metadata.deletion_timestamp.as_ref() else { return false };
+    let Some(deleted) = pod.deletion_timestamp else { return false };
     let grace = pod
-        .pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.termination_grace_period_seconds)
+        .spec()
+        .termination_grace_period_seconds
         .map_or(SignedDuration::try_from(DEFAULT_TERMINATION_GRACE_PERIOD).unwrap_or(SignedDuration::ZERO), |s| {
             SignedDuration::from_secs(s)
         });
     let extra = SignedDuration::try_from(LONG_TERMINATING_EXTRA_THRESHOLD).unwrap_or(SignedDuration::ZERO);
-    match grace.checked_add(extra).and_then(|d| deleted.0.checked_add(d).ok()) {
+    match grace.checked_add(extra).and_then(|d| deleted.checked_add(d).ok()) {
         Some(deadline) => deadline < now,
         // A grace period beyond the representable time range never runs out.
         None => false,
@@ -61,7 +59,7 @@ pub fn is_long_terminating(pod: &PodInfo, now: Timestamp) -> bool {
 /// restartPolicy Never or OnFailure. A Succeeded pod with policy Always (or unset) is not
 /// terminal, as upstream reads it.
 pub fn is_terminal(pod: &PodInfo) -> bool {
-    let restart_policy = pod.pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("");
+    let restart_policy = pod.spec().restart_policy.as_deref().unwrap_or("");
     match pod.phase() {
         "Failed" => true,
         "Succeeded" => matches!(restart_policy, "Never" | "OnFailure"),
@@ -130,8 +128,8 @@ pub(super) fn is_replicated(pod: &PodInfo, skip_nodes_with_custom_controller_pod
 /// Rule 9's exception: a kube-system pod created more than the timeout ago may be disrupted.
 /// Pods without a creation timestamp never qualify.
 pub(super) fn outlived_system_pod_timeout(pod: &PodInfo, timeout: Duration, now: Timestamp) -> bool {
-    let Some(created) = pod.pod.metadata.creation_timestamp.as_ref() else { return false };
-    match SignedDuration::try_from(timeout).ok().and_then(|t| created.0.checked_add(t).ok()) {
+    let Some(created) = pod.created else { return false };
+    match SignedDuration::try_from(timeout).ok().and_then(|t| created.checked_add(t).ok()) {
         Some(deadline) => now > deadline,
         None => false,
     }
@@ -145,7 +143,7 @@ pub fn has_blocking_local_storage(pod: &PodInfo) -> bool {
         Some(v) if !v.is_empty() => v.split(',').collect(),
         _ => Vec::new(),
     };
-    let volumes = pod.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+    let volumes = pod.spec().volumes.as_deref().unwrap_or(&[]);
     volumes.iter().any(|v| {
         let local =
             v.host_path.is_some() || v.empty_dir.as_ref().is_some_and(|e| e.medium.as_deref() != Some("Memory"));

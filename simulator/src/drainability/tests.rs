@@ -21,7 +21,7 @@ fn ago(seconds: i64) -> Time {
 }
 
 fn info(p: Pod) -> Arc<PodInfo> {
-    Arc::new(PodInfo::new(Arc::new(p)))
+    Arc::new(PodInfo::new(&p))
 }
 
 /// A pod owned by the `web` ReplicaSet, which exists: moved under every default rule.

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use simulator::PodInfo;
 
 use super::spec::ResolvedSpec;
 use crate::hpa::metrics::Usage;
@@ -32,8 +32,8 @@ const BETWEEN: &str = "Value between Watermarks";
 
 /// `checkOwnerRef`: the pod belongs to the target (a ReplicaSet named `<target>-<hash>`, or
 /// a StatefulSet named like the target). The label selector alone may be too broad.
-pub(crate) fn owned_by_target(pod: &Pod, target: &str) -> bool {
-    pod.metadata.owner_references.iter().flatten().any(|owner| {
+pub(crate) fn owned_by_target(pod: &PodInfo, target: &str) -> bool {
+    pod.owners().iter().any(|owner| {
         let main_owner = match owner.kind.as_str() {
             "ReplicaSet" => owner.name.rfind('-').map_or(owner.name.as_str(), |i| &owner.name[..i]),
             "StatefulSet" => owner.name.as_str(),
@@ -47,7 +47,7 @@ pub(crate) fn owned_by_target(pod: &Pod, target: &str) -> bool {
 /// still Pending with a readiness change less than `readinessDelaySeconds` ago (image pulls).
 /// Returns (ready, pods of other owners or terminated).
 pub(crate) fn ready_pods_count(
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     target: &str,
     readiness_delay: Duration,
     now: Timestamp,
@@ -60,10 +60,10 @@ pub(crate) fn ready_pods_count(
             continue;
         }
         let (Some(condition), Some(_)) = (ready_condition(pod), start_time(pod)) else { continue };
-        if pod.metadata.deletion_timestamp.is_some() {
+        if pod.terminating {
             continue;
         }
-        let running_ready = phase(pod) == "Running" && condition.status == "True";
+        let running_ready = phase(pod) == "Running" && condition.is_true();
         let recently_pending = phase(pod) == "Pending" && add(transition_time(condition), readiness_delay) > now;
         if running_ready || recently_pending {
             tolerated += 1;
@@ -79,7 +79,7 @@ pub(crate) fn ready_pods_count(
 /// Pending pods are ignored; for cpu, pods not ready, or that became ready within
 /// `readinessDelaySeconds` of their start, are ignored too. Pods without a metric are neither.
 pub(crate) fn group_pods<'a>(
-    pods: &'a [Arc<Pod>],
+    pods: &'a [Arc<PodInfo>],
     target: &str,
     metrics: &Usage<'_>,
     resource: &str,
@@ -102,7 +102,7 @@ pub(crate) fn group_pods<'a>(
         if resource == "cpu" {
             let ignore = match (ready_condition(pod), start_time(pod)) {
                 (Some(condition), Some(start)) => {
-                    condition.status == "False" || add(start, readiness_delay) > transition_time(condition)
+                    &*condition.status == "False" || add(start, readiness_delay) > transition_time(condition)
                 }
                 _ => true,
             };

@@ -32,9 +32,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::autoscaling::v2::MetricIdentifier;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use simulator::PodInfo;
 use simulator::labels::Selector;
 
 pub use types::*;
@@ -170,7 +170,7 @@ struct Computed {
 pub fn reconcile_wpa(
     wpa: &WatermarkPodAutoscaler,
     scale: &ScaleTarget,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     metrics: &dyn MetricsSource,
     state: &mut WpaState,
     now: Timestamp,
@@ -400,7 +400,7 @@ fn compute_replicas(
     spec: &ResolvedSpec,
     wpa: &WatermarkPodAutoscaler,
     scale: &ScaleTarget,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     source: &dyn MetricsSource,
     now: Timestamp,
 ) -> Result<Computed, String> {
@@ -514,7 +514,7 @@ fn external_replicas(
     calculator: &mut Calculator<'_>,
     wpa: &WatermarkPodAutoscaler,
     scale: &ScaleTarget,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     source: &dyn MetricsSource,
     metric: &ResolvedMetric,
     now: Timestamp,
@@ -565,7 +565,7 @@ fn external_replicas(
 fn resource_replicas(
     calculator: &mut Calculator<'_>,
     wpa: &WatermarkPodAutoscaler,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<PodInfo>],
     source: &dyn MetricsSource,
     metric: &ResolvedMetric,
 ) -> Result<Calculation, String> {

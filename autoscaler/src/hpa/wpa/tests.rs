@@ -43,7 +43,7 @@ fn queue(values: &[i64]) -> FakeMetrics {
 
 fn run(
     wpa: &WatermarkPodAutoscaler,
-    pods: &[Arc<Pod>],
+    pods: &[Arc<simulator::PodInfo>],
     value: i64,
     state: &mut WpaState,
     now: Timestamp,

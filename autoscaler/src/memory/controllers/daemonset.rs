@@ -87,11 +87,11 @@ impl MemoryCluster {
         let pod_spec = template.spec.get_or_insert_with(Default::default);
         pod_spec.tolerations.get_or_insert_with(Vec::new).extend(daemonset_default_tolerations());
         // A pod as the DaemonSet would make it, for the placement checks.
-        let probe = PodInfo::new(Arc::new(Pod {
+        let probe = PodInfo::new(&Pod {
             metadata: template.metadata.clone().unwrap_or_default(),
             spec: template.spec.clone(),
             status: None,
-        }));
+        });
 
         let mut by_node: BTreeMap<String, Vec<Arc<Pod>>> = BTreeMap::new();
         let mut orphans: Vec<Arc<Pod>> = Vec::new();

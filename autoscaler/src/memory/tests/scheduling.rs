@@ -43,7 +43,8 @@ fn pod_that_fits_nowhere_stays_pending_with_unschedulable_condition() {
     let (status, reason, message) = scheduled_condition(&c, "default", "big").unwrap();
     assert_eq!((status.as_str(), reason.as_str()), ("False", "Unschedulable"));
     assert_eq!(message, "0/1 nodes are available: 1 Insufficient cpu.");
-    assert!(is_unschedulable(c.pod("default", "big").unwrap()), "the autoscaler sees it as unschedulable");
+    let big = simulator::PodInfo::new(c.pod("default", "big").unwrap());
+    assert!(is_unschedulable(&big), "the autoscaler sees it as unschedulable");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The JSON side of the dump reader: the text is read in chunks and cut into its values (a
-//! document's fields, each item of a `List`) by a scanner that only follows JSON's structure,
+//! JSON text read in chunks and cut into its values (a document's fields, each item of a
+//! `List`), for the readers of large lists: `plan`'s dump reader and the controller's pod list
+//! (`kube_adapter::pod_watch`). The cutting is done by a scanner that only follows JSON's structure,
 //! at several times the speed of a parser building values. On the way it surveys each item —
 //! its kind, apiVersion, name and namespace, and a fingerprint of its contents — so that an
 //! item is parsed once, straight into its type, and never as a `serde_json::Value` tree.

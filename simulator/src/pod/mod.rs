@@ -1,0 +1,378 @@
+//! `PodInfo`: a pod reduced to what the autoscaler reads, converted once per version of the
+//! pod. It is the only form in which observed pods are kept (the controller's watch, `plan`'s
+//! dumps, the memory cluster's view): about half a kilobyte of its own, with the compiled spec
+//! (`PodShape`), labels and owners shared between the replicas of a workload (`PodInterner`).
+//!
+//! What is kept: identity (namespace, name, uid), labels, the annotations the autoscaler reads
+//! (its own `*cluster-autoscaler*` keys and the kubelet's `kubernetes.io/config.*`), owner
+//! references, creation and deletion times, the node it is bound to, the spec (shared), and of
+//! the status the phase, the `Ready` and `PodScheduled` conditions (without their messages), the
+//! start time and the nominated node. `to_pod` gives the Kubernetes object back with those.
+
+mod intern;
+mod shape;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+
+pub use self::intern::PodInterner;
+pub use self::shape::{HostPort, NamespaceSet, PodShape, PodTerm, SpreadConstraint, TermKind};
+use crate::labels::Labels;
+use crate::resources::Resources;
+use crate::volumes::{PodClaim, pod_claims};
+use crate::well_known::{DAEMONSET_POD, MIRROR_POD};
+
+/// Whether the autoscaler reads this pod annotation: its own keys (`safe-to-evict`,
+/// `daemonset-pod`, `pod-scale-up-delay`, `enable-ds-eviction`, ...) and the kubelet's static-pod
+/// keys. Other annotations (a CNI's per-pod addresses, tracing ids) are dropped: they would
+/// make every pod's set distinct.
+pub fn read_annotation(key: &str) -> bool {
+    key.contains("cluster-autoscaler") || key.starts_with("kubernetes.io/config.")
+}
+
+/// A pod condition as decisions read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    /// `True`, `False` or `Unknown`.
+    pub status: Arc<str>,
+    pub reason: Option<Arc<str>>,
+    pub last_transition_time: Option<Timestamp>,
+}
+
+impl Condition {
+    pub fn is_true(&self) -> bool {
+        &*self.status == "True"
+    }
+}
+
+/// The parts of a pod's status decisions read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodState {
+    pub phase: Option<Arc<str>>,
+    /// The `Ready` condition.
+    pub ready: Option<Condition>,
+    /// The `PodScheduled` condition.
+    pub scheduled: Option<Condition>,
+    pub start_time: Option<Timestamp>,
+    pub nominated_node_name: Option<Arc<str>>,
+}
+
+/// A pod with its scheduling-relevant facts precomputed. Shared by `Arc` between the views,
+/// the snapshot, equivalence groups and plans, so moving a pod around costs a pointer copy.
+#[derive(Clone, Debug)]
+pub struct PodInfo {
+    /// `namespace/name`, the name used in every report.
+    pub key: Arc<str>,
+    /// Where the name starts in `key`.
+    name_start: usize,
+    uid: Option<Box<str>>,
+    labels: Option<Arc<Labels>>,
+    /// Only the annotations the autoscaler reads ([`read_annotation`]).
+    annotations: Option<Arc<Labels>>,
+    owners: Option<Arc<[OwnerReference]>>,
+    /// Index of the controlling `ownerReference` (the one with `controller: true`).
+    controller_index: Option<usize>,
+    pub created: Option<Timestamp>,
+    pub deletion_timestamp: Option<Timestamp>,
+    node_name: Option<Arc<str>>,
+    pub state: PodState,
+    /// The compiled spec, shared with every pod of the same spec.
+    pub shape: Arc<PodShape>,
+    /// The shape's requests and priority, copied: every filter and sum reads them.
+    pub requests: Resources,
+    pub priority: i32,
+    /// The PersistentVolumeClaims its volumes use (plain and generic ephemeral), in volume
+    /// order; empty for most pods, which then skip the volume filters entirely.
+    pub claims: Vec<PodClaim>,
+    /// The pod has a deletion timestamp.
+    pub terminating: bool,
+    pub mirror: bool,
+    pub daemonset: bool,
+}
+
+impl PodInfo {
+    /// Converts a pod on its own (tests, one-off pods). Pods of a watch or a dump go through
+    /// [`PodInfo::interned`], which shares their common parts.
+    pub fn new(pod: &Pod) -> PodInfo {
+        PodInfo::interned(pod.clone(), &mut PodInterner::new())
+    }
+
+    /// Converts `pod`, sharing its spec, labels, owners and short strings through `interner`.
+    pub fn interned(pod: Pod, interner: &mut PodInterner) -> PodInfo {
+        let Pod { metadata, spec, status } = pod;
+        let ObjectMeta {
+            namespace,
+            name,
+            uid,
+            labels,
+            annotations,
+            owner_references,
+            creation_timestamp,
+            deletion_timestamp,
+            ..
+        } = metadata;
+        let namespace = namespace.unwrap_or_else(|| "default".to_string());
+        let name = name.unwrap_or_default();
+        let key: Arc<str> = Arc::from(format!("{namespace}/{name}"));
+        let name_start = namespace.len() + 1;
+        let namespace_shared = interner.string(&namespace);
+        let labels = labels.map(|l| interner.labels(l));
+        let annotations: Option<Labels> =
+            annotations.map(|a| a.into_iter().filter(|(k, _)| read_annotation(k)).collect());
+        let annotations = annotations.filter(|a| !a.is_empty()).map(|a| interner.labels(a));
+        let owners = owner_references.filter(|o| !o.is_empty()).map(|o| interner.owners(o));
+        let controller_index = owners.as_ref().and_then(|o| o.iter().position(|o| o.controller == Some(true)));
+        let mut spec = spec.unwrap_or_default();
+        let node_name = spec.node_name.take().filter(|n| !n.is_empty()).map(|n| interner.string(&n));
+        let claims = pod_claims(&spec, &namespace, &name);
+        let shape = interner.shape(spec, &namespace_shared, labels.as_ref());
+        let state = status.as_ref().map(|s| PodState::interned(s, interner)).unwrap_or_default();
+        let mirror = annotations.as_ref().is_some_and(|a| a.contains_key(MIRROR_POD));
+        let controller = controller_index.and_then(|i| owners.as_ref().map(|o| &o[i]));
+        let daemonset = controller.is_some_and(|c| c.kind == "DaemonSet")
+            || annotations.as_ref().and_then(|a| a.get(DAEMONSET_POD)).is_some_and(|v| v == "true");
+        PodInfo {
+            key,
+            name_start,
+            uid: uid.map(String::into_boxed_str),
+            labels,
+            annotations,
+            owners,
+            controller_index,
+            created: creation_timestamp.map(|t| t.0),
+            terminating: deletion_timestamp.is_some(),
+            deletion_timestamp: deletion_timestamp.map(|t| t.0),
+            node_name,
+            state,
+            requests: shape.requests.clone(),
+            priority: shape.priority,
+            shape,
+            claims,
+            mirror,
+            daemonset,
+        }
+    }
+
+    /// A copy of this pod named `name` (its uid `<name>-uid`) on `node`: the pods of a node
+    /// copied onto a template or a node group's new node.
+    pub fn renamed(&self, name: &str, node: &str) -> PodInfo {
+        let namespace = self.namespace();
+        PodInfo {
+            key: Arc::from(format!("{namespace}/{name}")),
+            name_start: self.name_start,
+            uid: Some(format!("{name}-uid").into_boxed_str()),
+            node_name: Some(Arc::from(node)),
+            claims: pod_claims(&self.shape.spec, namespace, name),
+            ..self.clone()
+        }
+    }
+
+    /// This pod after a change of its binding or status only (spec, labels and owners as they
+    /// were): the memory cluster's scheduler and kubelets make such changes at every step.
+    pub fn restated(&self, node_name: Option<&str>, status: Option<&PodStatus>, interner: &mut PodInterner) -> PodInfo {
+        PodInfo {
+            node_name: node_name.filter(|n| !n.is_empty()).map(|n| interner.string(n)),
+            state: status.map(|s| PodState::interned(s, interner)).unwrap_or_default(),
+            ..self.clone()
+        }
+    }
+
+    /// The pod as a Kubernetes object, with what this form keeps (see the module comment):
+    /// for callers that hand pods on (the gRPC expander, pricing).
+    pub fn to_pod(&self) -> Pod {
+        let condition = |type_: &str, c: &Condition| PodCondition {
+            type_: type_.to_string(),
+            status: c.status.to_string(),
+            reason: c.reason.as_deref().map(str::to_string),
+            last_transition_time: c.last_transition_time.map(Time),
+            ..Default::default()
+        };
+        let conditions: Vec<PodCondition> = [("Ready", &self.state.ready), ("PodScheduled", &self.state.scheduled)]
+            .into_iter()
+            .filter_map(|(t, c)| c.as_ref().map(|c| condition(t, c)))
+            .collect();
+        let mut spec: PodSpec = self.shape.spec.clone();
+        spec.node_name = self.node_name.as_deref().map(str::to_string);
+        Pod {
+            metadata: ObjectMeta {
+                namespace: Some(self.namespace().to_string()),
+                name: Some(self.name().to_string()),
+                uid: self.uid().map(str::to_string),
+                labels: self.labels().cloned(),
+                annotations: self.annotations.as_deref().cloned(),
+                owner_references: self.owners.as_deref().map(<[OwnerReference]>::to_vec),
+                creation_timestamp: self.created.map(Time),
+                deletion_timestamp: self.deletion_timestamp.map(Time),
+                ..Default::default()
+            },
+            spec: Some(spec),
+            status: Some(PodStatus {
+                phase: self.state.phase.as_deref().map(str::to_string),
+                conditions: (!conditions.is_empty()).then_some(conditions),
+                start_time: self.state.start_time.map(Time),
+                nominated_node_name: self.state.nominated_node_name.as_deref().map(str::to_string),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// The controlling owner (its `ownerReference` with `controller: true`).
+    pub fn controller(&self) -> Option<&OwnerReference> {
+        self.controller_index.map(|i| &self.owners()[i])
+    }
+
+    pub fn owners(&self) -> &[OwnerReference] {
+        self.owners.as_deref().unwrap_or(&[])
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.key[..self.name_start - 1]
+    }
+
+    pub fn name(&self) -> &str {
+        &self.key[self.name_start..]
+    }
+
+    pub fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+
+    pub fn labels(&self) -> Option<&Labels> {
+        self.labels.as_deref()
+    }
+
+    /// The labels as shared with the other pods of the same set (compare with `Arc::ptr_eq`).
+    pub fn shared_labels(&self) -> Option<&Arc<Labels>> {
+        self.labels.as_ref()
+    }
+
+    /// An annotation the autoscaler reads ([`read_annotation`]); others are not kept.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
+    }
+
+    pub fn spec(&self) -> &PodSpec {
+        &self.shape.spec
+    }
+
+    pub fn node_name(&self) -> Option<&str> {
+        self.node_name.as_deref()
+    }
+
+    pub fn node_selector(&self) -> Option<&Labels> {
+        self.shape.spec.node_selector.as_ref()
+    }
+
+    pub fn tolerations(&self) -> &[Toleration] {
+        self.shape.spec.tolerations.as_deref().unwrap_or(&[])
+    }
+
+    /// `spec.schedulerName` (the API server defaults it to `default-scheduler`).
+    pub fn scheduler_name(&self) -> Option<&str> {
+        self.shape.spec.scheduler_name.as_deref()
+    }
+
+    pub fn phase(&self) -> &str {
+        self.state.phase.as_deref().unwrap_or("")
+    }
+
+    /// Succeeded or Failed: the pod no longer holds resources.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.phase(), "Succeeded" | "Failed")
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.state.ready.as_ref().is_some_and(Condition::is_true)
+    }
+
+    pub fn has_inter_pod_affinity(&self) -> bool {
+        !self.shape.affinity_terms.is_empty() || !self.shape.anti_affinity_terms.is_empty()
+    }
+}
+
+impl From<Pod> for PodInfo {
+    fn from(pod: Pod) -> PodInfo {
+        PodInfo::interned(pod, &mut PodInterner::new())
+    }
+}
+
+impl PodState {
+    fn interned(status: &PodStatus, interner: &mut PodInterner) -> PodState {
+        let mut state = PodState {
+            phase: status.phase.as_deref().map(|p| interner.string(p)),
+            start_time: status.start_time.as_ref().map(|t| t.0),
+            nominated_node_name: status
+                .nominated_node_name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .map(|n| interner.string(n)),
+            ..Default::default()
+        };
+        for c in status.conditions.iter().flatten() {
+            let slot = match c.type_.as_str() {
+                "Ready" => &mut state.ready,
+                "PodScheduled" => &mut state.scheduled,
+                _ => continue,
+            };
+            // The first of a type counts, as a lookup by type finds it.
+            if slot.is_none() {
+                *slot = Some(Condition {
+                    status: interner.string(&c.status),
+                    reason: c.reason.as_deref().map(|r| interner.string(r)),
+                    last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
+                });
+            }
+        }
+        state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::pod;
+
+    #[test]
+    fn a_pod_round_trips_through_its_compact_form() {
+        let mut p: Pod = pod("web-1", "500m", "1Gi");
+        p.metadata.namespace = Some("shop".into());
+        p.metadata.annotations = Some(
+            [
+                ("cluster-autoscaler.kubernetes.io/safe-to-evict".to_string(), "true".to_string()),
+                ("cni.example.com/ip".to_string(), "10.0.0.7".to_string()),
+            ]
+            .into(),
+        );
+        p.spec.as_mut().unwrap().node_name = Some("n1".into());
+        let info = PodInfo::new(&p);
+        assert_eq!((info.namespace(), info.name(), &*info.key), ("shop", "web-1", "shop/web-1"));
+        assert_eq!(info.node_name(), Some("n1"));
+        assert_eq!(info.spec().node_name, None, "the shared spec holds no node");
+        assert_eq!(info.annotation("cluster-autoscaler.kubernetes.io/safe-to-evict"), Some("true"));
+        assert_eq!(info.annotation("cni.example.com/ip"), None, "annotations nothing reads are dropped");
+        let back = info.to_pod();
+        assert_eq!(back.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
+        assert_eq!(PodInfo::new(&back).requests, info.requests);
+    }
+
+    #[test]
+    fn replicas_share_their_spec_and_labels() {
+        let mut interner = PodInterner::new();
+        let mut a: Pod = pod("a", "1", "1Gi");
+        a.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+        let mut b = a.clone();
+        b.metadata.name = Some("b".into());
+        b.spec.as_mut().unwrap().node_name = Some("n2".into());
+        let (a, b) = (PodInfo::interned(a, &mut interner), PodInfo::interned(b, &mut interner));
+        assert!(Arc::ptr_eq(&a.shape, &b.shape));
+        assert!(Arc::ptr_eq(a.shared_labels().unwrap(), b.shared_labels().unwrap()));
+        let renamed = a.renamed("a-copy", "template-1");
+        assert_eq!(
+            (renamed.name(), renamed.uid(), renamed.node_name()),
+            ("a-copy", Some("a-copy-uid"), Some("template-1"))
+        );
+    }
+}
