@@ -35,6 +35,7 @@ pub fn scheduling_equivalent(a: &PodInfo, b: &PodInfo) -> bool {
         && a.labels() == b.labels()
         && a.claims == b.claims
         && a.node_name() == b.node_name()
+        && a.pinned_node() == b.pinned_node()
     {
         // One compiled spec: everything else below is equal by construction.
         return true;
@@ -46,6 +47,7 @@ pub fn scheduling_equivalent(a: &PodInfo, b: &PodInfo) -> bool {
         && a.shape.host_ports == b.shape.host_ports
         && a.node_selector() == b.node_selector()
         && a.shape.node_affinity == b.shape.node_affinity
+        && a.pinned_node() == b.pinned_node()
         && a.shape.affinity_terms == b.shape.affinity_terms
         && a.shape.anti_affinity_terms == b.shape.anti_affinity_terms
         && a.shape.spread_constraints == b.shape.spread_constraints

@@ -157,7 +157,8 @@ pub fn matches_node_selection(pod: &PodInfo, node: &NodeInfo) -> bool {
             return false;
         }
     }
-    pod.shape.node_affinity.as_ref().is_none_or(|m| m.matches(&node.node))
+    pod.pinned_node().is_none_or(|pinned| *node.name == *pinned)
+        && pod.shape.node_affinity.as_ref().is_none_or(|m| m.matches(&node.node))
 }
 
 fn to_be_deleted_taint() -> Taint {
@@ -331,7 +332,7 @@ impl ClusterSnapshot {
         let same_key = constraints.iter().all(|c| c.term.topology_key == constraints[0].term.topology_key);
         let restricted = |c: &SpreadConstraint| {
             c.honor_taints
-                || (c.honor_node_affinity && (pod.node_selector().is_some() || pod.shape.node_affinity.is_some()))
+                || (c.honor_node_affinity && (pod.node_selector().is_some() || pod.has_required_node_affinity()))
         };
         let fast = same_key && !constraints.iter().any(restricted);
         if fast {

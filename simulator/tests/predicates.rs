@@ -99,6 +99,35 @@ fn node_selector_must_match_all_labels() {
     assert_eq!(s.check_pod(&p, ids[1]), Ok(()));
 }
 
+/// The DaemonSet controller's pin (`matchFields: metadata.name In [node]` in every term) is held
+/// apart from the shared spec (`PodInfo::pinned_node`); the pod fits exactly where the whole
+/// affinity says: its node, and only if the DaemonSet's own terms match it too.
+#[test]
+fn a_daemonset_pod_pinned_to_its_node_fits_that_node_only() {
+    let (mut s, ids) = snapshot_with(vec![
+        with_node_labels(node("n1", "4", "4Gi"), &[("zone", "a")]),
+        with_node_labels(node("n2", "4", "4Gi"), &[("zone", "b")]),
+    ]);
+    let pin = |node: &str| json!([{"key": "metadata.name", "operator": "In", "values": [node]}]);
+    let only_pin = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": pin("n2")}
+    ]}}});
+    let p = info(with_affinity(pod("ds-n2", "1", "1Gi"), only_pin));
+    assert_eq!(p.pinned_node(), Some("n2"));
+    assert_eq!(s.check_pod(&p, ids[0]), Err(Unfit::NodeAffinity));
+    assert_eq!(s.check_pod(&p, ids[1]), Ok(()));
+    let with_zone = |node: &str| {
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}], "matchFields": pin(node)}
+        ]}}})
+    };
+    let p = info(with_affinity(pod("ds-n1", "1", "1Gi"), with_zone("n1")));
+    assert_eq!(s.check_pod(&p, ids[0]), Ok(()));
+    assert_eq!(s.check_pod(&p, ids[1]), Err(Unfit::NodeAffinity));
+    let p = info(with_affinity(pod("ds-n2", "1", "1Gi"), with_zone("n2")));
+    assert_eq!(s.check_pod(&p, ids[1]), Err(Unfit::NodeAffinity), "pinned to n2, which is not in zone a");
+}
+
 #[test]
 fn required_node_affinity_supports_all_operators_and_match_fields() {
     let (mut s, ids) = snapshot_with(vec![

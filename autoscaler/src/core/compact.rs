@@ -8,7 +8,9 @@
 
 use std::any::Any;
 
-use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, PodTemplateSpec, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// kubectl's copy of the object as last applied: as big as the object, never read.
@@ -22,6 +24,41 @@ pub fn compact<K: kube::Resource + Any>(object: &mut K) {
         compact_pod(pod);
     } else if let Some(node) = object.downcast_mut::<Node>() {
         compact_node(node);
+    } else if let Some(template) = pod_template(object) {
+        compact_template(template);
+    }
+}
+
+/// The pod template of a workload (the pod autoscalers' anticipated pods are made from it).
+fn pod_template(object: &mut dyn Any) -> Option<&mut PodTemplateSpec> {
+    if object.is::<Deployment>() {
+        return object.downcast_mut::<Deployment>()?.spec.as_mut().map(|s| &mut s.template);
+    }
+    if object.is::<ReplicaSet>() {
+        return object.downcast_mut::<ReplicaSet>()?.spec.as_mut().and_then(|s| s.template.as_mut());
+    }
+    if object.is::<StatefulSet>() {
+        return object.downcast_mut::<StatefulSet>()?.spec.as_mut().map(|s| &mut s.template);
+    }
+    if object.is::<DaemonSet>() {
+        return object.downcast_mut::<DaemonSet>()?.spec.as_mut().map(|s| &mut s.template);
+    }
+    if object.is::<Job>() {
+        return object.downcast_mut::<Job>()?.spec.as_mut().map(|s| &mut s.template);
+    }
+    if object.is::<ReplicationController>() {
+        return object.downcast_mut::<ReplicationController>()?.spec.as_mut().and_then(|s| s.template.as_mut());
+    }
+    None
+}
+
+/// A workload's pod template keeps what its pods keep.
+fn compact_template(template: &mut PodTemplateSpec) {
+    if let Some(meta) = template.metadata.as_mut() {
+        compact_meta(meta);
+    }
+    if let Some(spec) = template.spec.as_mut() {
+        compact_pod_spec(spec);
     }
 }
 
@@ -50,7 +87,8 @@ fn read_condition(type_: &str) -> bool {
 }
 
 /// Containers keep their name, image, resources, ports (host ports are a scheduling filter) and
-/// restart policy (a sidecar's is); the rest only matters to the kubelet.
+/// restart policy (a sidecar's is); the rest only matters to the kubelet. Workloads' pod
+/// templates are trimmed the same way.
 /// The status keeps its phase, the conditions decisions read, start time and nominated node; the containers'
 /// states and the pod's addresses are the kubelet's.
 /// Volumes keep the kinds decisions read: claims and ephemeral claims (the scheduler's volume
@@ -69,7 +107,12 @@ fn compact_pod(pod: &mut Pod) {
         }
         shrink(&mut status.conditions);
     }
-    let Some(spec) = pod.spec.as_mut() else { return };
+    if let Some(spec) = pod.spec.as_mut() {
+        compact_pod_spec(spec);
+    }
+}
+
+fn compact_pod_spec(spec: &mut PodSpec) {
     if let Some(volumes) = spec.volumes.as_mut() {
         volumes.retain(|v| {
             v.persistent_volume_claim.is_some()
@@ -205,6 +248,17 @@ mod tests {
             assert_eq!((c.env.as_ref(), c.command.as_ref()), (None, None));
             assert!(c.resources.as_ref().and_then(|r| r.requests.as_ref()).is_some_and(|r| r.contains_key("cpu")));
         }
+        let mut deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [
+                {"name": "app", "env": [{"name": "A"}], "resources": {"requests": {"cpu": "1"}}}
+            ]}}},
+        }))
+        .unwrap();
+        compact(&mut deployment);
+        let template = deployment.spec.unwrap().template.spec.unwrap();
+        assert_eq!(template.containers[0].env, None, "workloads' pod templates are trimmed as pods are");
+        assert!(template.containers[0].resources.is_some());
         let mut node = Node {
             status: Some(NodeStatus { images: Some(vec![Default::default()]), ..Default::default() }),
             ..Default::default()

@@ -14,7 +14,9 @@ mod shape;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSpec, PodStatus, Toleration};
+use k8s_openapi::api::core::v1::{
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodCondition, PodSpec, PodStatus, Toleration,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 
@@ -78,6 +80,9 @@ pub struct PodInfo {
     pub created: Option<Timestamp>,
     pub deletion_timestamp: Option<Timestamp>,
     node_name: Option<Arc<str>>,
+    /// The node a DaemonSet pod is pinned to ([`take_node_pin`]); the rest of its required
+    /// node affinity is in the shape.
+    pinned_node: Option<Arc<str>>,
     pub state: PodState,
     /// The compiled spec, shared with every pod of the same spec.
     pub shape: Arc<PodShape>,
@@ -127,6 +132,7 @@ impl PodInfo {
         let controller_index = owners.as_ref().and_then(|o| o.iter().position(|o| o.controller == Some(true)));
         let mut spec = spec.unwrap_or_default();
         let node_name = spec.node_name.take().filter(|n| !n.is_empty()).map(|n| interner.string(&n));
+        let pinned_node = take_node_pin(&mut spec).map(|n| interner.string(&n));
         let claims = pod_claims(&spec, &namespace, &name);
         let shape = interner.shape(spec, &namespace_shared, labels.as_ref());
         let state = status.as_ref().map(|s| PodState::interned(s, interner)).unwrap_or_default();
@@ -146,6 +152,7 @@ impl PodInfo {
             terminating: deletion_timestamp.is_some(),
             deletion_timestamp: deletion_timestamp.map(|t| t.0),
             node_name,
+            pinned_node,
             state,
             requests: shape.requests.clone(),
             priority: shape.priority,
@@ -196,6 +203,9 @@ impl PodInfo {
             .collect();
         let mut spec: PodSpec = self.shape.spec.clone();
         spec.node_name = self.node_name.as_deref().map(str::to_string);
+        if let Some(node) = self.pinned_node() {
+            restore_node_pin(&mut spec, node);
+        }
         Pod {
             metadata: ObjectMeta {
                 namespace: Some(self.namespace().to_string()),
@@ -262,6 +272,17 @@ impl PodInfo {
         self.node_name.as_deref()
     }
 
+    /// The node a DaemonSet pod is pinned to by its required node affinity (`matchFields:
+    /// metadata.name In [node]`), which the shape's node affinity does not hold.
+    pub fn pinned_node(&self) -> Option<&str> {
+        self.pinned_node.as_deref()
+    }
+
+    /// Whether the pod has a required node affinity (its shape's or a pin to a node).
+    pub fn has_required_node_affinity(&self) -> bool {
+        self.shape.node_affinity.is_some() || self.pinned_node.is_some()
+    }
+
     pub fn node_selector(&self) -> Option<&Labels> {
         self.shape.spec.node_selector.as_ref()
     }
@@ -290,6 +311,62 @@ impl PodInfo {
 
     pub fn has_inter_pod_affinity(&self) -> bool {
         !self.shape.affinity_terms.is_empty() || !self.shape.anti_affinity_terms.is_empty()
+    }
+}
+
+/// The DaemonSet controller pins each of its pods to its node: every term of the required node
+/// affinity gets `matchFields: [metadata.name In [<node>]]` (one term with only that when the
+/// template has none). So every pod of a DaemonSet has a spec of its own. The pin is taken out
+/// here (and held by the pod) when every term has exactly that field requirement with the same
+/// node, so that the pods of a DaemonSet share one shape; a term left without requirements was
+/// the controller's alone, and the affinity goes when all are. What remains means the same:
+/// (the other terms, ORed) AND the node's name.
+fn take_node_pin(spec: &mut PodSpec) -> Option<String> {
+    let required =
+        spec.affinity.as_mut()?.node_affinity.as_mut()?.required_during_scheduling_ignored_during_execution.as_mut()?;
+    let pin_of = |term: &NodeSelectorTerm| match term.match_fields.as_deref() {
+        Some([field]) if field.key == "metadata.name" && field.operator == "In" => match field.values.as_deref() {
+            Some([node]) => Some(node.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let first = pin_of(required.node_selector_terms.first()?)?;
+    if !required.node_selector_terms.iter().all(|t| pin_of(t).as_ref() == Some(&first)) {
+        return None;
+    }
+    for term in &mut required.node_selector_terms {
+        term.match_fields = None;
+    }
+    let terms = &mut required.node_selector_terms;
+    if terms.iter().all(|t| t.match_expressions.as_ref().is_none_or(Vec::is_empty)) {
+        let node_affinity = spec.affinity.as_mut().and_then(|a| a.node_affinity.as_mut());
+        if let Some(node_affinity) = node_affinity {
+            node_affinity.required_during_scheduling_ignored_during_execution = None;
+        }
+    }
+    Some(first)
+}
+
+/// Puts back what [`take_node_pin`] took out.
+fn restore_node_pin(spec: &mut PodSpec, node: &str) {
+    let pin = NodeSelectorRequirement {
+        key: "metadata.name".to_string(),
+        operator: "In".to_string(),
+        values: Some(vec![node.to_string()]),
+    };
+    let required = spec
+        .affinity
+        .get_or_insert_with(Default::default)
+        .node_affinity
+        .get_or_insert_with(Default::default)
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Default::default);
+    if required.node_selector_terms.is_empty() {
+        required.node_selector_terms.push(NodeSelectorTerm::default());
+    }
+    for term in &mut required.node_selector_terms {
+        term.match_fields = Some(vec![pin.clone()]);
     }
 }
 
@@ -356,6 +433,34 @@ mod tests {
         let back = info.to_pod();
         assert_eq!(back.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
         assert_eq!(PodInfo::new(&back).requests, info.requests);
+    }
+
+    #[test]
+    fn daemonset_pods_pinned_to_their_nodes_share_one_shape() {
+        let mut interner = PodInterner::new();
+        let pinned = |node: &str, expressions: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("ds-{node}"), "namespace": "kube-system"},
+                "spec": {"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": [{"matchExpressions": expressions,
+                        "matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}},
+            }))
+            .unwrap()
+        };
+        let none = serde_json::json!([]);
+        let (a, b) = (
+            PodInfo::interned(pinned("n1", none.clone()), &mut interner),
+            PodInfo::interned(pinned("n2", none), &mut interner),
+        );
+        assert!(Arc::ptr_eq(&a.shape, &b.shape));
+        assert_eq!((a.pinned_node(), b.pinned_node()), (Some("n1"), Some("n2")));
+        assert!(a.shape.node_affinity.is_none() && a.has_required_node_affinity());
+        let back = a.to_pod();
+        assert_eq!(PodInfo::new(&back).pinned_node(), Some("n1"), "to_pod puts the pin back");
+        let zone = serde_json::json!([{"key": "zone", "operator": "In", "values": ["a"]}]);
+        let c = PodInfo::interned(pinned("n3", zone), &mut interner);
+        assert_eq!(c.pinned_node(), Some("n3"));
+        assert!(c.shape.node_affinity.is_some(), "the DaemonSet's own affinity stays in the shape");
     }
 
     #[test]
