@@ -64,7 +64,7 @@ impl State {
 fn share_of_template(pod: &PodInfo, template: &NodeInfo) -> f64 {
     let part = |name: &str| {
         let alloc = template.allocatable.get(name);
-        if alloc > 0 { pod.requests.get(name) as f64 / alloc as f64 } else { 0.0 }
+        if alloc > 0 { pod.requests().get(name) as f64 / alloc as f64 } else { 0.0 }
     };
     part(CPU) + part(MEMORY)
 }
@@ -302,7 +302,11 @@ fn best_group_for_fast_path(groups: &[&PodEquivalenceGroup], template: &NodeInfo
         };
         let by = |name: &str| {
             let cap = capacity(name);
-            if cap > 0 { ((count as f64) * exemplar.requests.get(name) as f64 / cap as f64).ceil() as usize } else { 0 }
+            if cap > 0 {
+                ((count as f64) * exemplar.requests().get(name) as f64 / cap as f64).ceil() as usize
+            } else {
+                0
+            }
         };
         let nodes = by_anti_affinity.max(by(CPU)).max(by(MEMORY));
         let saved = count.checked_div(nodes).map_or(0, |per_node| count - per_node);

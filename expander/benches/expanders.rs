@@ -44,7 +44,7 @@ fn options() -> Vec<ExpansionOption> {
             Arc::new(PodInfo::new(&testing::pod(&format!("pod-{i}"), &cpu, &memory)))
         })
         .collect();
-    let total_cpu: i64 = pods.iter().map(|p| p.requests.cpu_millis).sum();
+    let total_cpu: i64 = pods.iter().map(|p| p.requests().cpu_millis).sum();
     (0..OPTIONS)
         .map(|i| {
             let cpus = 2 << (i % 6);

@@ -101,8 +101,8 @@ fn waste(option: &ExpansionOption) -> (f64, f64) {
     let count = i64::try_from(option.node_count).unwrap_or(i64::MAX);
     let (mut cpu_requested, mut memory_requested) = (0i64, 0i64);
     for pod in &option.pods {
-        cpu_requested = cpu_requested.saturating_add(pod.requests.cpu_millis);
-        memory_requested = memory_requested.saturating_add(pod.requests.memory);
+        cpu_requested = cpu_requested.saturating_add(pod.requests().cpu_millis);
+        memory_requested = memory_requested.saturating_add(pod.requests().memory);
     }
     (
         idle_fraction(cpu_capacity.saturating_mul(count), cpu_requested),

@@ -40,7 +40,7 @@ pub fn scheduling_equivalent(a: &PodInfo, b: &PodInfo) -> bool {
         // One compiled spec: everything else below is equal by construction.
         return true;
     }
-    a.requests == b.requests
+    a.requests() == b.requests()
         && a.priority == b.priority
         && a.labels() == b.labels()
         && a.namespace() == b.namespace()

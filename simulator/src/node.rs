@@ -63,20 +63,20 @@ impl NodeInfo {
     }
 
     pub(crate) fn push_pod(&mut self, pod: Arc<PodInfo>) {
-        self.requested.add(&pod.requests);
+        self.requested.add(pod.requests());
         self.used_ports.extend(pod.shape.host_ports.iter().cloned());
         self.pods.push(pod);
     }
 
     pub(crate) fn insert_pod(&mut self, position: usize, pod: Arc<PodInfo>) {
-        self.requested.add(&pod.requests);
+        self.requested.add(pod.requests());
         self.used_ports.extend(pod.shape.host_ports.iter().cloned());
         self.pods.insert(position, pod);
     }
 
     pub(crate) fn take_pod(&mut self, position: usize) -> Arc<PodInfo> {
         let pod = self.pods.remove(position);
-        self.requested.sub(&pod.requests);
+        self.requested.sub(pod.requests());
         for hp in &pod.shape.host_ports {
             if let Some(i) = self.used_ports.iter().position(|u| u == hp) {
                 self.used_ports.swap_remove(i);

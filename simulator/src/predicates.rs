@@ -451,9 +451,9 @@ impl ClusterSnapshot {
         if node.requested.pods + 1 > node.allocatable.pods {
             return Err(Unfit::TooManyPods);
         }
-        if !pod.requests.fits(&node.requested, &node.allocatable) {
+        if !pod.requests().fits(&node.requested, &node.allocatable) {
             let names =
-                if detailed { pod.requests.insufficient(&node.requested, &node.allocatable) } else { Vec::new() };
+                if detailed { pod.requests().insufficient(&node.requested, &node.allocatable) } else { Vec::new() };
             return Err(Unfit::Insufficient(names));
         }
         // VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone

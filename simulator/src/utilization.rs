@@ -48,7 +48,7 @@ pub fn resource_utilization(
     let mut requested: i64 = 0;
     let mut ignored: i64 = 0;
     for pod in &node.pods {
-        let amount = pod.requests.get(resource);
+        let amount = pod.requests().get(resource);
         // DaemonSet and mirror pods are set aside before the terminating check, as upstream does.
         // (`terminating` is asked first: most pods are not, and then the pod itself is not read.)
         if (ignore_daemonsets && pod.daemonset) || (ignore_mirror_pods && pod.mirror) {

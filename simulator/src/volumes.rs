@@ -518,7 +518,7 @@ impl VolumeIndex {
                         .owner_references
                         .iter()
                         .flatten()
-                        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == pod.uid())
+                        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == pod.uid().as_deref())
                 });
                 if !owned {
                     return fail(format!(

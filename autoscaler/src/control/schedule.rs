@@ -284,7 +284,7 @@ pub fn is_recently_unschedulable(pod: &PodInfo, now: Timestamp) -> bool {
     if !is_unschedulable(pod) {
         return false;
     }
-    let changed = pod.state.scheduled.as_ref().and_then(|c| c.last_transition_time);
+    let changed = pod.state.scheduled.as_ref().and_then(|c| c.last_transition_time());
     // Without a transition time nothing says the pod is old: as new.
     changed.is_none_or(|t| later(t, MAX_POD_CHANGE_AGE) >= now)
 }

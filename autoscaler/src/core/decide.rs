@@ -122,7 +122,7 @@ fn too_young(pod: &PodInfo, options: &AutoscalingOptions, now: Timestamp) -> boo
     {
         delay = d;
     }
-    let Some(created) = pod.created else { return false };
+    let Some(created) = pod.created() else { return false };
     let age = now.duration_since(created);
     // A creation time in the future (clock skew) is a negative age: young.
     age.is_negative() || age.unsigned_abs() <= delay
@@ -145,11 +145,11 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
     if pods.iter().any(|p| is_anticipated(p)) {
         return false;
     }
-    let age = |p: &PodInfo| p.created.map(|t| now.duration_since(t).as_secs_f64());
+    let age = |p: &PodInfo| p.created().map(|t| now.duration_since(t).as_secs_f64());
     let oldest = pods.iter().filter_map(|p| age(p)).fold(f64::NEG_INFINITY, f64::max);
     let gpu_oldest = pods
         .iter()
-        .filter(|p| p.requests.get(simulator::resources::NVIDIA_GPU) > 0)
+        .filter(|p| p.requests().get(simulator::resources::NVIDIA_GPU) > 0)
         .filter_map(|p| age(p))
         .fold(f64::NEG_INFINITY, f64::max);
     (oldest.is_finite() && oldest < VERY_NEW_POD_AGE.as_secs_f64())
@@ -456,7 +456,7 @@ fn min_size_of(cloud: &CloudState, increase: &super::plan::GroupIncrease) -> usi
 pub fn total_requests<'a>(pods: impl IntoIterator<Item = &'a Arc<PodInfo>>) -> Resources {
     let mut r = Resources::default();
     for p in pods {
-        r.add(&p.requests);
+        r.add(p.requests());
     }
     r
 }

@@ -151,7 +151,7 @@ fn node_info_with_pods(node: Node, pods: impl IntoIterator<Item = PodInfo>) -> N
         info.pods.push(p);
     }
     info.requested = info.pods.iter().fold(Default::default(), |mut acc: simulator::Resources, p| {
-        acc.add(&p.requests);
+        acc.add(p.requests());
         acc
     });
     info

@@ -45,12 +45,12 @@ pub(crate) fn ready_condition(pod: &PodInfo) -> Option<&Condition> {
 }
 
 pub(crate) fn start_time(pod: &PodInfo) -> Option<Timestamp> {
-    pod.state.start_time
+    pod.state.start_time()
 }
 
 /// A missing `lastTransitionTime` reads as Go's zero time: earlier than anything.
 pub(crate) fn transition_time(condition: &Condition) -> Timestamp {
-    condition.last_transition_time.unwrap_or(Timestamp::MIN)
+    condition.last_transition_time().unwrap_or(Timestamp::MIN)
 }
 
 pub(crate) fn pod_name(pod: &PodInfo) -> &str {

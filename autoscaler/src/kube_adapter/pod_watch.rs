@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(version, "42", "the version may come after the items");
         let names: Vec<&str> = pods.iter().map(|p| p.name()).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(pods[0].requests.cpu_millis, 100);
+        assert_eq!(pods[0].requests().cpu_millis, 100);
         assert!(Arc::ptr_eq(&pods[0].shape, &pods[1].shape), "replicas share their spec");
     }
 

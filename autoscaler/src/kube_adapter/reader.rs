@@ -158,7 +158,7 @@ fn observe_unschedulable(signal: Arc<UnschedulablePodSignal>) -> impl FnMut(&Pod
     // The new unschedulable pods of a (re)list in progress: whether there is one, and the
     // oldest creation time among them (the schedule's window counts from it).
     let mut listed_new: Option<Option<Timestamp>> = None;
-    let created = |pod: &PodInfo| pod.created;
+    let created = |pod: &PodInfo| pod.created();
     move |event| match event {
         watcher::Event::Apply(pod) => {
             let now = Timestamp::now();

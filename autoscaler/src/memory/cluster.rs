@@ -385,7 +385,7 @@ impl MemoryCluster {
             let requests = self
                 .pod_infos
                 .get(key)
-                .map_or_else(|| simulator::resources::pod_requests(pod), |info| info.requests.clone());
+                .map_or_else(|| simulator::resources::pod_requests(pod), |info| info.requests().clone());
             (pod, requests)
         })
     }

@@ -177,7 +177,7 @@ impl MemoryCluster {
         });
         // What a pod watch would deliver now: the loop's schedule hears of it.
         if is_recently_unschedulable(&info, now) {
-            self.unschedulable_pods.record(now, info.created);
+            self.unschedulable_pods.record(now, info.created());
         }
         if crate::core::decide::is_unschedulable(&info) {
             self.unschedulable.insert(key.clone());

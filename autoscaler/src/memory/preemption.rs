@@ -74,7 +74,7 @@ impl MemoryCluster {
                 snapshot.revert();
                 continue;
             }
-            candidates.sort_by_cached_key(|p| (Reverse(p.priority), p.created, p.key.clone()));
+            candidates.sort_by_cached_key(|p| (Reverse(p.priority), p.created(), p.key.clone()));
             let mut victims = Vec::new();
             for candidate in candidates {
                 if snapshot.add_pod(candidate.clone(), id).is_err() {

@@ -45,8 +45,8 @@ fn least_allocated(node: &NodeInfo, pod: &PodInfo) -> i64 {
     let score = |allocatable: i64, used: i64| {
         if allocatable <= 0 { 0 } else { (allocatable - used).max(0).saturating_mul(100) / allocatable }
     };
-    let cpu = score(node.allocatable.cpu_millis, node.requested.cpu_millis + pod.requests.cpu_millis);
-    let memory = score(node.allocatable.memory, node.requested.memory + pod.requests.memory);
+    let cpu = score(node.allocatable.cpu_millis, node.requested.cpu_millis + pod.requests().cpu_millis);
+    let memory = score(node.allocatable.memory, node.requested.memory + pod.requests().memory);
     (cpu + memory) / 2
 }
 
@@ -206,7 +206,7 @@ impl MemoryCluster {
             .filter(|key| self.pods.get(key).is_some_and(|p| waiting_for_scheduler(p)))
             .filter_map(|key| self.pod_infos.get(&key).cloned().map(|info| (key, info)))
             .collect();
-        queue.sort_by_cached_key(|(key, info)| (Reverse(info.priority), info.created, key.clone()));
+        queue.sort_by_cached_key(|(key, info)| (Reverse(info.priority), info.created(), key.clone()));
         loop {
             let mut bound_any = false;
             let mut retry = Vec::new();

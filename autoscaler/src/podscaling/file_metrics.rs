@@ -23,10 +23,13 @@ use cloudprovider::duration::parse_go_duration;
 /// boxed slices, the common resource names without a string of their own.
 #[derive(Clone, Debug)]
 struct PodUsage {
-    containers: Box<[(Box<str>, Box<[(ResourceName, i64)]>)]>,
+    containers: Box<[ContainerUsageLine]>,
     timestamp: Timestamp,
     window: Duration,
 }
+
+/// A container's name and its usage by resource.
+type ContainerUsageLine = (Box<str>, Box<[(ResourceName, i64)]>);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum ResourceName {

@@ -194,9 +194,9 @@ impl MetricsSource for LoadModel {
                 ("cpu", Some((cost, trace))) => {
                     (trace.at(self.offset(now)) * cost / ready_pods.len().max(1) as f64).round() as i64
                 }
-                ("cpu", None) => p.requests.cpu_millis / 2,
+                ("cpu", None) => p.requests().cpu_millis / 2,
                 // Memory stays at the pods' requests (milli-bytes).
-                (_, _) => p.requests.get(resource).saturating_mul(1000),
+                (_, _) => p.requests().get(resource).saturating_mul(1000),
             };
             let container = p.spec().containers.first().map(|c| c.name.clone()).unwrap_or_default();
             out.insert(

@@ -40,7 +40,7 @@ pub(super) fn safe_to_evict(pod: &PodInfo) -> Option<SafeToEvict> {
 /// The pod was deleted and has outlived its grace period plus 30s: it is as good as gone.
 /// Strictly after, as upstream compares. Utilization ignores such pods too.
 pub fn is_long_terminating(pod: &PodInfo, now: Timestamp) -> bool {
-    let Some(deleted) = pod.deletion_timestamp else { return false };
+    let Some(deleted) = pod.deletion_timestamp() else { return false };
     let grace = pod
         .spec()
         .termination_grace_period_seconds
@@ -128,7 +128,7 @@ pub(super) fn is_replicated(pod: &PodInfo, skip_nodes_with_custom_controller_pod
 /// Rule 9's exception: a kube-system pod created more than the timeout ago may be disrupted.
 /// Pods without a creation timestamp never qualify.
 pub(super) fn outlived_system_pod_timeout(pod: &PodInfo, timeout: Duration, now: Timestamp) -> bool {
-    let Some(created) = pod.created else { return false };
+    let Some(created) = pod.created() else { return false };
     match SignedDuration::try_from(timeout).ok().and_then(|t| created.checked_add(t).ok()) {
         Some(deadline) => now > deadline,
         None => false,

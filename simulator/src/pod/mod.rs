@@ -41,12 +41,88 @@ pub struct Condition {
     /// `True`, `False` or `Unknown`.
     pub status: Arc<str>,
     pub reason: Option<Arc<str>>,
-    pub last_transition_time: Option<Timestamp>,
+    last_transition_time: PackedTime,
 }
 
 impl Condition {
     pub fn is_true(&self) -> bool {
         &*self.status == "True"
+    }
+
+    pub fn last_transition_time(&self) -> Option<Timestamp> {
+        self.last_transition_time.get()
+    }
+}
+
+/// An optional time in 8 bytes rather than `Option<Timestamp>`'s 24: nanoseconds since the
+/// epoch, `i64::MIN` for none. Kept five times per pod. Times beyond 1678–2262 (which no API
+/// server writes) are held at the nearest end of that range: as far in the past or the future
+/// for every comparison the autoscaler makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PackedTime(i64);
+
+impl PackedTime {
+    const NONE: PackedTime = PackedTime(i64::MIN);
+
+    fn new(time: Option<Timestamp>) -> PackedTime {
+        match time {
+            None => PackedTime::NONE,
+            Some(t) => PackedTime(t.as_nanosecond().clamp(i128::from(i64::MIN) + 1, i128::from(i64::MAX)) as i64),
+        }
+    }
+
+    fn get(self) -> Option<Timestamp> {
+        (self != PackedTime::NONE).then(|| Timestamp::from_nanosecond(i128::from(self.0)).unwrap_or(Timestamp::MAX))
+    }
+}
+
+impl std::fmt::Debug for PackedTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// A uid: a canonical UUID (what the API server assigns) in 16 bytes, anything else as text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Uid {
+    Uuid([u8; 16]),
+    Text(Box<str>),
+}
+
+impl Uid {
+    fn new(text: String) -> Uid {
+        Uid::parse_uuid(&text).map_or_else(|| Uid::Text(text.into_boxed_str()), Uid::Uuid)
+    }
+
+    /// The 16 bytes of `8-4-4-4-12` lowercase hex digits (only that form, so that the text
+    /// given back is the same).
+    fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 36 || [8, 13, 18, 23].iter().any(|&i| bytes[i] != b'-') {
+            return None;
+        }
+        let digit = |b: u8| match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        };
+        let mut digits = bytes.iter().filter(|&&b| b != b'-').map(|&b| digit(b));
+        let mut out = [0u8; 16];
+        for byte in &mut out {
+            *byte = (digits.next()?? << 4) | digits.next()??;
+        }
+        Some(out)
+    }
+
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Uid::Text(text) => std::borrow::Cow::Borrowed(text),
+            Uid::Uuid(bytes) => {
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                let parts = [&hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]];
+                std::borrow::Cow::Owned(parts.join("-"))
+            }
+        }
     }
 }
 
@@ -58,8 +134,14 @@ pub struct PodState {
     pub ready: Option<Condition>,
     /// The `PodScheduled` condition.
     pub scheduled: Option<Condition>,
-    pub start_time: Option<Timestamp>,
+    start_time: PackedTime,
     pub nominated_node_name: Option<Arc<str>>,
+}
+
+impl Default for PackedTime {
+    fn default() -> Self {
+        PackedTime::NONE
+    }
 }
 
 /// A pod with its scheduling-relevant facts precomputed. Shared by `Arc` between the views,
@@ -69,16 +151,16 @@ pub struct PodInfo {
     /// `namespace/name`, the name used in every report.
     pub key: Arc<str>,
     /// Where the name starts in `key`.
-    name_start: usize,
-    uid: Option<Box<str>>,
+    name_start: u32,
+    uid: Option<Uid>,
     labels: Option<Arc<Labels>>,
     /// Only the annotations the autoscaler reads ([`read_annotation`]).
     annotations: Option<Arc<Labels>>,
     owners: Option<Arc<[OwnerReference]>>,
     /// Index of the controlling `ownerReference` (the one with `controller: true`).
-    controller_index: Option<usize>,
-    pub created: Option<Timestamp>,
-    pub deletion_timestamp: Option<Timestamp>,
+    controller_index: Option<u16>,
+    created: PackedTime,
+    deletion_timestamp: PackedTime,
     node_name: Option<Arc<str>>,
     /// The node a DaemonSet pod is pinned to ([`take_node_pin`]); the rest of its required
     /// node affinity is in the shape.
@@ -86,8 +168,7 @@ pub struct PodInfo {
     pub state: PodState,
     /// The compiled spec, shared with every pod of the same spec.
     pub shape: Arc<PodShape>,
-    /// The shape's requests and priority, copied: every filter and sum reads them.
-    pub requests: Resources,
+    /// The shape's priority, copied: every sort by priority reads it.
     pub priority: i32,
     /// The PersistentVolumeClaims its volumes use (plain and generic ephemeral), in volume
     /// order; empty for most pods, which then skip the volume filters entirely.
@@ -122,14 +203,19 @@ impl PodInfo {
         let namespace = namespace.unwrap_or_else(|| "default".to_string());
         let name = name.unwrap_or_default();
         let key: Arc<str> = Arc::from(format!("{namespace}/{name}"));
-        let name_start = namespace.len() + 1;
+        // A namespace is at most 63 characters (a DNS label); a longer one (hostile input) is
+        // still a valid key, its name found after the first `/` instead.
+        let name_start = u32::try_from(namespace.len() + 1).unwrap_or(u32::MAX);
         let namespace_shared = interner.string(&namespace);
         let labels = labels.map(|l| interner.labels(l));
         let annotations: Option<Labels> =
             annotations.map(|a| a.into_iter().filter(|(k, _)| read_annotation(k)).collect());
         let annotations = annotations.filter(|a| !a.is_empty()).map(|a| interner.labels(a));
         let owners = owner_references.filter(|o| !o.is_empty()).map(|o| interner.owners(o));
-        let controller_index = owners.as_ref().and_then(|o| o.iter().position(|o| o.controller == Some(true)));
+        let controller_index = owners
+            .as_ref()
+            .and_then(|o| o.iter().position(|o| o.controller == Some(true)))
+            .and_then(|i| u16::try_from(i).ok());
         let mut spec = spec.unwrap_or_default();
         let node_name = spec.node_name.take().filter(|n| !n.is_empty()).map(|n| interner.string(&n));
         let pinned_node = take_node_pin(&mut spec).map(|n| interner.string(&n));
@@ -137,24 +223,23 @@ impl PodInfo {
         let shape = interner.shape(spec, &namespace_shared, labels.as_ref());
         let state = status.as_ref().map(|s| PodState::interned(s, interner)).unwrap_or_default();
         let mirror = annotations.as_ref().is_some_and(|a| a.contains_key(MIRROR_POD));
-        let controller = controller_index.and_then(|i| owners.as_ref().map(|o| &o[i]));
+        let controller = controller_index.and_then(|i| owners.as_ref().map(|o| &o[usize::from(i)]));
         let daemonset = controller.is_some_and(|c| c.kind == "DaemonSet")
             || annotations.as_ref().and_then(|a| a.get(DAEMONSET_POD)).is_some_and(|v| v == "true");
         PodInfo {
             key,
             name_start,
-            uid: uid.map(String::into_boxed_str),
+            uid: uid.map(Uid::new),
             labels,
             annotations,
             owners,
             controller_index,
-            created: creation_timestamp.map(|t| t.0),
+            created: PackedTime::new(creation_timestamp.map(|t| t.0)),
             terminating: deletion_timestamp.is_some(),
-            deletion_timestamp: deletion_timestamp.map(|t| t.0),
+            deletion_timestamp: PackedTime::new(deletion_timestamp.map(|t| t.0)),
             node_name,
             pinned_node,
             state,
-            requests: shape.requests.clone(),
             priority: shape.priority,
             shape,
             claims,
@@ -170,7 +255,7 @@ impl PodInfo {
         PodInfo {
             key: Arc::from(format!("{namespace}/{name}")),
             name_start: self.name_start,
-            uid: Some(format!("{name}-uid").into_boxed_str()),
+            uid: Some(Uid::Text(format!("{name}-uid").into_boxed_str())),
             node_name: Some(Arc::from(node)),
             claims: pod_claims(&self.shape.spec, namespace, name),
             ..self.clone()
@@ -194,7 +279,7 @@ impl PodInfo {
             type_: type_.to_string(),
             status: c.status.to_string(),
             reason: c.reason.as_deref().map(str::to_string),
-            last_transition_time: c.last_transition_time.map(Time),
+            last_transition_time: c.last_transition_time().map(Time),
             ..Default::default()
         };
         let conditions: Vec<PodCondition> = [("Ready", &self.state.ready), ("PodScheduled", &self.state.scheduled)]
@@ -210,19 +295,19 @@ impl PodInfo {
             metadata: ObjectMeta {
                 namespace: Some(self.namespace().to_string()),
                 name: Some(self.name().to_string()),
-                uid: self.uid().map(str::to_string),
+                uid: self.uid.as_ref().map(|u| u.text().into_owned()),
                 labels: self.labels().cloned(),
                 annotations: self.annotations.as_deref().cloned(),
                 owner_references: self.owners.as_deref().map(<[OwnerReference]>::to_vec),
-                creation_timestamp: self.created.map(Time),
-                deletion_timestamp: self.deletion_timestamp.map(Time),
+                creation_timestamp: self.created().map(Time),
+                deletion_timestamp: self.deletion_timestamp().map(Time),
                 ..Default::default()
             },
             spec: Some(spec),
             status: Some(PodStatus {
                 phase: self.state.phase.as_deref().map(str::to_string),
                 conditions: (!conditions.is_empty()).then_some(conditions),
-                start_time: self.state.start_time.map(Time),
+                start_time: self.state.start_time().map(Time),
                 nominated_node_name: self.state.nominated_node_name.as_deref().map(str::to_string),
                 ..Default::default()
             }),
@@ -231,7 +316,20 @@ impl PodInfo {
 
     /// The controlling owner (its `ownerReference` with `controller: true`).
     pub fn controller(&self) -> Option<&OwnerReference> {
-        self.controller_index.map(|i| &self.owners()[i])
+        self.controller_index.map(|i| &self.owners()[usize::from(i)])
+    }
+
+    /// The requests the scheduler counts (the shape's).
+    pub fn requests(&self) -> &Resources {
+        &self.shape.requests
+    }
+
+    pub fn created(&self) -> Option<Timestamp> {
+        self.created.get()
+    }
+
+    pub fn deletion_timestamp(&self) -> Option<Timestamp> {
+        self.deletion_timestamp.get()
     }
 
     pub fn owners(&self) -> &[OwnerReference] {
@@ -239,15 +337,23 @@ impl PodInfo {
     }
 
     pub fn namespace(&self) -> &str {
-        &self.key[..self.name_start - 1]
+        self.key.split_at(self.name_start()).0.strip_suffix('/').unwrap_or("")
     }
 
     pub fn name(&self) -> &str {
-        &self.key[self.name_start..]
+        self.key.split_at(self.name_start()).1
     }
 
-    pub fn uid(&self) -> Option<&str> {
-        self.uid.as_deref()
+    fn name_start(&self) -> usize {
+        match usize::try_from(self.name_start) {
+            Ok(at) if at <= self.key.len() && self.key.is_char_boundary(at) => at,
+            _ => self.key.find('/').map_or(0, |i| i + 1),
+        }
+    }
+
+    /// The uid, as the API server wrote it.
+    pub fn uid(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.uid.as_ref().map(Uid::text)
     }
 
     pub fn labels(&self) -> Option<&Labels> {
@@ -377,10 +483,14 @@ impl From<Pod> for PodInfo {
 }
 
 impl PodState {
+    pub fn start_time(&self) -> Option<Timestamp> {
+        self.start_time.get()
+    }
+
     fn interned(status: &PodStatus, interner: &mut PodInterner) -> PodState {
         let mut state = PodState {
             phase: status.phase.as_deref().map(|p| interner.string(p)),
-            start_time: status.start_time.as_ref().map(|t| t.0),
+            start_time: PackedTime::new(status.start_time.as_ref().map(|t| t.0)),
             nominated_node_name: status
                 .nominated_node_name
                 .as_deref()
@@ -399,7 +509,7 @@ impl PodState {
                 *slot = Some(Condition {
                     status: interner.string(&c.status),
                     reason: c.reason.as_deref().map(|r| interner.string(r)),
-                    last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
+                    last_transition_time: PackedTime::new(c.last_transition_time.as_ref().map(|t| t.0)),
                 });
             }
         }
@@ -432,7 +542,28 @@ mod tests {
         assert_eq!(info.annotation("cni.example.com/ip"), None, "annotations nothing reads are dropped");
         let back = info.to_pod();
         assert_eq!(back.spec.as_ref().unwrap().node_name.as_deref(), Some("n1"));
-        assert_eq!(PodInfo::new(&back).requests, info.requests);
+        assert_eq!(PodInfo::new(&back).requests(), info.requests());
+        assert_eq!(PodInfo::new(&back).to_pod(), back, "a second round changes nothing");
+    }
+
+    #[test]
+    fn uids_and_times_are_given_back_as_written() {
+        let mut p: Pod = pod("a", "1", "1Gi");
+        for uid in ["0b6f1c2e-9d3a-4c5b-8e7f-1a2b3c4d5e6f", "0B6F1C2E-9D3A-4C5B-8E7F-1A2B3C4D5E6F", "not-a-uuid", ""] {
+            p.metadata.uid = Some(uid.to_string());
+            assert_eq!(PodInfo::new(&p).uid().as_deref(), Some(uid));
+        }
+        for time in ["2026-11-28T10:00:00Z", "2026-11-28T10:00:00.5Z", "1970-01-01T00:00:00Z"] {
+            let t: Timestamp = time.parse().unwrap();
+            p.metadata.creation_timestamp = Some(Time(t));
+            assert_eq!(PodInfo::new(&p).created(), Some(t));
+        }
+        let far: Timestamp = "9000-01-01T00:00:00Z".parse().unwrap();
+        p.metadata.creation_timestamp = Some(Time(far));
+        let now: Timestamp = "2026-11-28T10:00:00Z".parse().unwrap();
+        assert!(PodInfo::new(&p).created().is_some_and(|t| t > now), "a time beyond 2262 stays in the future");
+        p.metadata.creation_timestamp = None;
+        assert_eq!(PodInfo::new(&p).created(), None);
     }
 
     #[test]
@@ -476,7 +607,7 @@ mod tests {
         assert!(Arc::ptr_eq(a.shared_labels().unwrap(), b.shared_labels().unwrap()));
         let renamed = a.renamed("a-copy", "template-1");
         assert_eq!(
-            (renamed.name(), renamed.uid(), renamed.node_name()),
+            (renamed.name(), renamed.uid().as_deref(), renamed.node_name()),
             ("a-copy", Some("a-copy-uid"), Some("template-1"))
         );
     }
