@@ -1,6 +1,11 @@
 //! One decision (`core::decide`: snapshot, scale-up and scale-down planning) on upstream's
 //! benchmark scenarios. Times include compiling every pod and building the snapshot.
 
+/// The allocator the `cluster-autoscaler` binary runs with (`autoscaler/src/main.rs`): the
+/// engine's times are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 
 use autoscaler::config::AutoscalingOptions;

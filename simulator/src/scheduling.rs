@@ -26,7 +26,7 @@ impl ClusterSnapshot {
         mut accept: impl FnMut(NodeId, &NodeInfo) -> bool,
     ) -> Option<NodeId> {
         let prepared = self.prepare(pod);
-        let bound = self.id_bound();
+        let bound = self.position_bound();
         if bound == 0 {
             return None;
         }

@@ -78,6 +78,10 @@ pub enum SnapshotError {
     PodNotFound(String),
     #[error("node {0} cannot be replaced here (another name, pods on it, or inside a what-if)")]
     NodeNotReplaceable(String),
+    #[error("node {0} cannot be inserted between others inside a what-if")]
+    NodeNotInsertable(String),
+    #[error("the snapshot holds as many nodes as a node id can number")]
+    TooManyNodes,
 }
 
 #[derive(Debug)]
@@ -91,7 +95,12 @@ enum Undo {
 
 #[derive(Debug, Default)]
 pub struct ClusterSnapshot {
+    /// By id; `None` where a node was removed.
     nodes: Vec<Option<NodeInfo>>,
+    /// The nodes' order (searches, `nodes()`): every id once, removed ones included (skipped).
+    /// Ids are given in insertion order; a node inserted between others (`insert_node_after`)
+    /// takes a new id and its place here.
+    order: Vec<NodeId>,
     by_name: HashMap<Arc<str>, NodeId>,
     pod_location: HashMap<Arc<str>, NodeId>,
     namespace_labels: HashMap<String, Labels>,
@@ -160,13 +169,21 @@ impl ClusterSnapshot {
         self.live_nodes
     }
 
-    /// Upper bound (exclusive) of node ids, for iteration with `node_at`.
-    pub fn id_bound(&self) -> usize {
-        self.nodes.len()
+    /// Upper bound (exclusive) of the positions in the nodes' order, for iteration with
+    /// `node_at`.
+    pub fn position_bound(&self) -> usize {
+        self.order.len()
     }
 
-    pub fn node_at(&self, index: usize) -> Option<(NodeId, &NodeInfo)> {
-        self.nodes.get(index).and_then(|n| n.as_ref()).map(|n| (NodeId(index as u32), n))
+    /// The node at `position` in the order; `None` where a node was removed.
+    pub fn node_at(&self, position: usize) -> Option<(NodeId, &NodeInfo)> {
+        let id = *self.order.get(position)?;
+        self.node(id).map(|n| (id, n))
+    }
+
+    /// How many removed nodes the order still holds a place for.
+    pub fn removed_places(&self) -> usize {
+        self.order.len() - self.live_nodes
     }
 
     pub fn node(&self, id: NodeId) -> Option<&NodeInfo> {
@@ -181,9 +198,9 @@ impl ClusterSnapshot {
         self.node_id(name).and_then(|id| self.node(id))
     }
 
-    /// Live nodes in insertion order.
+    /// Live nodes in order.
     pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &NodeInfo)> {
-        self.nodes.iter().enumerate().filter_map(|(i, n)| n.as_ref().map(|n| (NodeId(i as u32), n)))
+        self.order.iter().filter_map(|id| self.node(*id).map(|n| (*id, n)))
     }
 
     pub fn pod_node(&self, pod_key: &str) -> Option<NodeId> {
@@ -251,8 +268,12 @@ impl ClusterSnapshot {
                 self.by_name.remove(&info.name);
                 self.index.node_removed(&info);
                 self.live_nodes -= 1;
+                // Added inside the what-if, so last by id and in the order.
                 if node.index() + 1 == self.nodes.len() {
                     self.nodes.pop();
+                }
+                if self.order.last() == Some(&node) {
+                    self.order.pop();
                 }
             }
             Undo::NodeRemoved { node, info } => {
@@ -275,17 +296,41 @@ impl ClusterSnapshot {
 
     /// Adds a node together with the pods already in its `NodeInfo` (e.g. a template's
     /// DaemonSet pods).
-    pub fn add_node_info(&mut self, mut info: NodeInfo) -> Result<NodeId, SnapshotError> {
+    pub fn add_node_info(&mut self, info: NodeInfo) -> Result<NodeId, SnapshotError> {
+        let position = self.order.len();
+        self.put_node(info, position)
+    }
+
+    /// Adds a node without pods right after `after` in the order (first with `None`), outside
+    /// any what-if: a kept snapshot takes in a node that joined the cluster in the place a
+    /// fresh build would give it.
+    pub fn insert_node_after(&mut self, after: Option<NodeId>, node: Arc<Node>) -> Result<NodeId, SnapshotError> {
+        let info = NodeInfo::new(node);
+        if !self.marks.is_empty() {
+            return Err(SnapshotError::NodeNotInsertable(info.name.to_string()));
+        }
+        let position = match after {
+            None => 0,
+            Some(after) => match self.order.iter().position(|id| *id == after) {
+                Some(p) if self.node(after).is_some() => p + 1,
+                _ => return Err(SnapshotError::NodeNotFound(format!("#{}", after.0))),
+            },
+        };
+        self.put_node(info, position)
+    }
+
+    fn put_node(&mut self, mut info: NodeInfo, position: usize) -> Result<NodeId, SnapshotError> {
         if self.by_name.contains_key(&info.name) {
             return Err(SnapshotError::DuplicateNode(info.name.to_string()));
         }
         let pods = std::mem::take(&mut info.pods);
         info.requested = Default::default();
         info.used_ports.clear();
-        let id = NodeId(self.nodes.len() as u32);
+        let id = NodeId(u32::try_from(self.nodes.len()).map_err(|_| SnapshotError::TooManyNodes)?);
         self.by_name.insert(info.name.clone(), id);
         self.index.node_added(&info);
         self.nodes.push(Some(info));
+        self.order.insert(position, id);
         self.live_nodes += 1;
         self.record(Undo::NodeAdded { node: id });
         for pod in pods {
@@ -499,6 +544,47 @@ mod tests {
         s.add_pod(p, a).unwrap();
         assert!(s.check_pod(&pending, b).is_ok(), "p's zone is z3 now");
         assert_eq!(s.node(a).unwrap().requested.cpu_millis, 1000);
+    }
+
+    /// A node inserted between others is searched in its place; a node added inside a
+    /// what-if and reverted leaves the order as it was; a removed node's place is skipped.
+    #[test]
+    fn an_inserted_node_takes_its_place_in_the_order() {
+        let names = |s: &ClusterSnapshot| s.nodes().map(|(_, n)| n.name.to_string()).collect::<Vec<_>>();
+        let mut s = ClusterSnapshot::new();
+        let a = s.add_node(Arc::new(node("a", "4", "8Gi"))).unwrap();
+        let c = s.add_node(Arc::new(node("c", "4", "8Gi"))).unwrap();
+        let b = s.insert_node_after(Some(a), Arc::new(node("b", "1", "8Gi"))).unwrap();
+        s.insert_node_after(None, Arc::new(node("0", "1", "8Gi"))).unwrap();
+        assert_eq!(names(&s), ["0", "a", "b", "c"]);
+        assert_eq!(s.node_id("b"), Some(b));
+
+        // Searches go in the order: after `a`, `b` (too small for 2 cpus), then `c`.
+        let mut hint = crate::scheduling::SearchHint::default();
+        let big = PodInfo::new(&pod("big", "2", "1Gi"));
+        let positions: Vec<_> = (0..s.position_bound()).filter_map(|p| s.node_at(p).map(|(id, _)| id)).collect();
+        assert_eq!(positions, [NodeId(3), a, b, c]);
+        s.find_node_for(&big, &mut hint, |id, _| id != NodeId(3) && id != a);
+        assert_eq!(s.find_node_for(&big, &mut hint, |id, _| id != NodeId(3) && id != a), Some(c));
+
+        s.fork();
+        s.add_node(Arc::new(node("d", "4", "8Gi"))).unwrap();
+        assert!(matches!(
+            s.insert_node_after(Some(a), Arc::new(node("e", "4", "8Gi"))),
+            Err(SnapshotError::NodeNotInsertable(_))
+        ));
+        s.revert();
+        assert_eq!(names(&s), ["0", "a", "b", "c"]);
+
+        s.remove_node(b).unwrap();
+        assert_eq!(names(&s), ["0", "a", "c"]);
+        assert_eq!(s.removed_places(), 1);
+        assert!(matches!(
+            s.insert_node_after(Some(b), Arc::new(node("f", "4", "8Gi"))),
+            Err(SnapshotError::NodeNotFound(_))
+        ));
+        s.insert_node_after(Some(c), Arc::new(node("g", "4", "8Gi"))).unwrap();
+        assert_eq!(names(&s), ["0", "a", "c", "g"]);
     }
 
     #[test]
