@@ -37,9 +37,7 @@ use crate::core::laps::Laps;
 use crate::core::plan::{GroupIncrease, Plan, ScaleDownStatus, ScaleUpResult};
 use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
 use crate::hpa::MetricsSource;
-use crate::podscaling::{
-    AutoscalerReport, PodAutoscalerMode, PodScaling, TargetState, anticipated_pods, target_from_view,
-};
+use crate::podscaling::{AutoscalerReport, PodAutoscalerMode, PodScaling, ScaleTargets, TargetState, anticipated_pods};
 use crate::ports::{
     Clock, ClusterActions, ClusterReader, Event, EventReason, EventType, ObjectRef, PortError, ScaleTarget,
 };
@@ -286,10 +284,11 @@ impl Autoscaler {
                     w.spec.scale_target_ref.api_version.clone(),
                 )
             }));
+        let targets = ScaleTargets::of(&view);
         for (namespace, kind, name, api_version) in wanted.collect::<Vec<_>>() {
             let target =
                 ScaleTarget { api_version, kind: kind.clone(), namespace: namespace.clone(), name: name.clone() };
-            if target_from_view(&view, &target).is_some() {
+            if targets.state(&target).is_some() {
                 continue;
             }
             if let Ok(scale) = self.actions.get_scale(&target).await {
@@ -306,8 +305,7 @@ impl Autoscaler {
             }
         }
         let resolve = |t: &ScaleTarget| {
-            target_from_view(&view, t)
-                .or_else(|| extra.get(&(t.namespace.clone(), t.kind.clone(), t.name.clone())).cloned())
+            targets.state(t).or_else(|| extra.get(&(t.namespace.clone(), t.kind.clone(), t.name.clone())).cloned())
         };
         // Nothing changed the cluster since the view: the reader's index answers for it.
         let reader = self.reader.clone();

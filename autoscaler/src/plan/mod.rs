@@ -18,7 +18,7 @@ use crate::kube_adapter::{
     KubeClientOptions, KubeClients, KubeCluster, KubeClusterOptions, KubeMetrics, wpa_crd_installed,
 };
 use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
-use crate::podscaling::{AutoscalerReport, PodScaling, anticipated_pods, target_from_view};
+use crate::podscaling::{AutoscalerReport, PodScaling, ScaleTargets, anticipated_pods};
 use crate::ports::ClusterReader;
 use cloudprovider::duration::format_go_duration;
 
@@ -184,7 +184,8 @@ pub async fn run(args: &PlanArgs, providers: &ProviderRegistry) -> Result<String
         Some(live) if args.metrics.is_empty() => &live.metrics,
         _ => &file_metrics,
     };
-    let autoscalers = pod_scaling.reconcile(&view, &|t| target_from_view(&view, t), &|_, _| None, metrics, now);
+    let targets = ScaleTargets::of(&view);
+    let autoscalers = pod_scaling.reconcile(&view, &|t| targets.state(t), &|_, _| None, metrics, now);
     let anticipated: Vec<_> = if options.hpa_aware_scale_up {
         autoscalers
             .iter()
