@@ -74,8 +74,11 @@ impl PodStore {
     }
 
     fn replace(&self, listed: Vec<Arc<PodInfo>>) {
-        let by_key = listed.iter().map(|p| (p.key.clone(), p.clone())).collect();
-        *self.pods.write().unwrap_or_else(PoisonError::into_inner) = Pods { by_key, list: Some(listed) };
+        let by_key = listed.into_iter().map(|p| (p.key.clone(), p)).collect();
+        // The list is made from the map, as after any change: in the API server's order, it
+        // would differ from the next one by every node's pods, and the decision's kept
+        // snapshot would replace them all (`core::base_snapshot` compares them in order).
+        *self.pods.write().unwrap_or_else(PoisonError::into_inner) = Pods { by_key, list: None };
         self.ready.send_replace(true);
     }
 
