@@ -512,13 +512,15 @@ impl VolumeIndex {
                 _ => {}
             }
             if c.ephemeral {
+                // Once: a canonical uid is held in 16 bytes and written out on each call.
+                let uid = pod.uid();
                 let owned = r.claim.as_ref().is_some_and(|claim| {
                     claim
                         .metadata
                         .owner_references
                         .iter()
                         .flatten()
-                        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == pod.uid().as_deref())
+                        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid.as_deref())
                 });
                 if !owned {
                     return fail(format!(

@@ -76,6 +76,12 @@ impl PackedTime {
     }
 }
 
+impl Default for PackedTime {
+    fn default() -> Self {
+        PackedTime::NONE
+    }
+}
+
 impl std::fmt::Debug for PackedTime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.get().fmt(f)
@@ -136,12 +142,6 @@ pub struct PodState {
     pub scheduled: Option<Condition>,
     start_time: PackedTime,
     pub nominated_node_name: Option<Arc<str>>,
-}
-
-impl Default for PackedTime {
-    fn default() -> Self {
-        PackedTime::NONE
-    }
 }
 
 /// A pod with its scheduling-relevant facts precomputed. Shared by `Arc` between the views,
