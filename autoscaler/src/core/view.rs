@@ -2,6 +2,7 @@
 //! The `kube` adapter fills it from reflector stores, `memory` from the in-memory cluster, and
 //! `plan` from a `kubectl` dump.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -19,7 +20,7 @@ use simulator::volumes::VolumeIndex;
 pub struct ClusterView {
     pub nodes: Vec<Arc<Node>>,
     /// Pods in their compact form (`simulator::pod`), converted once per version by the source.
-    pub pods: Vec<Arc<PodInfo>>,
+    pub pods: SharedList<PodInfo>,
     pub pdbs: Vec<Arc<PodDisruptionBudget>>,
     pub daemonsets: Vec<Arc<DaemonSet>>,
     pub replicasets: Vec<Arc<ReplicaSet>>,
@@ -77,5 +78,59 @@ impl ClusterView {
             .and_then(|c| c.data.as_ref())
             .and_then(|d| d.get(expander::priority::PRIORITY_CONFIG_MAP_KEY))
             .map(String::as_str)
+    }
+}
+
+/// A list of objects that views share: a source hands out its cached list, and a view (or a
+/// copy of one) costs one pointer, however many objects it holds. Reading a list is reading a
+/// `Vec`; a caller that edits its view's list gets its own copy first (copy-on-write), so no
+/// other view changes.
+#[derive(Debug)]
+pub struct SharedList<T>(Arc<Vec<Arc<T>>>);
+
+impl<T> Clone for SharedList<T> {
+    fn clone(&self) -> Self {
+        SharedList(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Default for SharedList<T> {
+    fn default() -> Self {
+        SharedList(Arc::new(Vec::new()))
+    }
+}
+
+impl<T> Deref for SharedList<T> {
+    type Target = Vec<Arc<T>>;
+
+    fn deref(&self) -> &Vec<Arc<T>> {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for SharedList<T> {
+    fn deref_mut(&mut self) -> &mut Vec<Arc<T>> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl<T> From<Vec<Arc<T>>> for SharedList<T> {
+    fn from(list: Vec<Arc<T>>) -> Self {
+        SharedList(Arc::new(list))
+    }
+}
+
+impl<T> FromIterator<Arc<T>> for SharedList<T> {
+    fn from_iter<I: IntoIterator<Item = Arc<T>>>(items: I) -> Self {
+        SharedList(Arc::new(items.into_iter().collect()))
+    }
+}
+
+impl<'a, T> IntoIterator for &'a SharedList<T> {
+    type Item = &'a Arc<T>;
+    type IntoIter = std::slice::Iter<'a, Arc<T>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
     }
 }

@@ -31,6 +31,7 @@ use simulator::pod::{PodInfo, PodInterner};
 use tokio::sync::watch;
 
 use super::lean::Lean;
+use crate::core::view::SharedList;
 use crate::json_scan::{ScanError, Scanner};
 
 /// How long one watch request lasts before the server ends it (client-go picks 5–10 min).
@@ -45,7 +46,7 @@ struct Pods {
     /// node's pods in order (`core::base_snapshot`), and a hash map's order, changed whenever
     /// it grew or rehashed, made it replace every node's pods (at 15,000 nodes, half a second).
     by_key: IndexMap<Arc<str>, Arc<PodInfo>, FxBuildHasher>,
-    list: Option<Vec<Arc<PodInfo>>>,
+    list: Option<SharedList<PodInfo>>,
 }
 
 /// The reflector's store: read by `KubeCluster::view`, written by the reflector's task.
@@ -63,7 +64,7 @@ impl Default for PodStore {
 
 impl PodStore {
     /// Every pod, in no particular order: pointer copies of the cached list.
-    pub fn state(&self) -> Vec<Arc<PodInfo>> {
+    pub fn state(&self) -> SharedList<PodInfo> {
         if let Some(list) = &self.pods.read().unwrap_or_else(PoisonError::into_inner).list {
             return list.clone();
         }

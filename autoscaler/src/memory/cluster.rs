@@ -16,7 +16,7 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashMap as HashMap;
 use simulator::labels::{Labels, Selector};
-use simulator::{NodeInfo, PodInfo, Resources};
+use simulator::{NodeInfo, PodInfo};
 
 use super::config::MemoryClusterConfig;
 use super::scheduler::SchedulerState;
@@ -231,7 +231,7 @@ impl MemoryCluster {
     pub fn view(&mut self) -> ClusterView {
         ClusterView {
             nodes: self.nodes.list(),
-            pods: self.pod_infos.list(),
+            pods: self.pod_infos.shared(),
             pdbs: self.pdbs.list(),
             daemonsets: self.daemonsets.list(),
             replicasets: self.replicasets.list(),
@@ -378,16 +378,10 @@ impl MemoryCluster {
         }
     }
 
-    /// Every pod with its requests (`simulator::resources::pod_requests`, computed once when
-    /// the pod's spec was stored), in namespace / name order.
-    pub fn pods_with_requests(&self) -> impl Iterator<Item = (&Arc<Pod>, Resources)> {
-        self.pods.iter().map(|(key, pod)| {
-            let requests = self
-                .pod_infos
-                .get(key)
-                .map_or_else(|| simulator::resources::pod_requests(pod), |info| info.requests().clone());
-            (pod, requests)
-        })
+    /// Every pod in its compact form (requests computed once per spec), in namespace / name
+    /// order: what readers of every pod go through, rather than the `Pod` objects.
+    pub fn pod_infos(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.pod_infos.iter().map(|(_, pod)| pod)
     }
 
     /// The pods of one namespace, in name order (as `view().pods` lists them).

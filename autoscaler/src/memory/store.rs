@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::core::view::SharedList;
+
 /// Namespace and name of an object; cluster-scoped objects (Nodes, Namespaces) have namespace `""`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectKey {
@@ -46,7 +48,7 @@ impl fmt::Display for ObjectKey {
 #[derive(Debug)]
 pub(crate) struct Kind<T> {
     map: BTreeMap<ObjectKey, Arc<T>>,
-    cache: Option<Vec<Arc<T>>>,
+    cache: Option<SharedList<T>>,
 }
 
 impl<T> Default for Kind<T> {
@@ -92,6 +94,11 @@ impl<T> Kind<T> {
 
     /// Every object, in key order: a copy of the cached list (pointer copies only).
     pub fn list(&mut self) -> Vec<Arc<T>> {
+        self.shared().to_vec()
+    }
+
+    /// Every object, in key order: the cached list itself (one pointer copied).
+    pub fn shared(&mut self) -> SharedList<T> {
         self.cache.get_or_insert_with(|| self.map.values().cloned().collect()).clone()
     }
 }

@@ -613,7 +613,7 @@ mod tests {
         let spec = serde_json::json!({"minReplicas": 1, "maxReplicas": 5, "metrics": [cpu_utilization(50)]});
         let mut view = ClusterView {
             deployments: vec![Arc::new(deployment)],
-            pods: pods(2, "1"),
+            pods: pods(2, "1").into(),
             hpas: vec![Arc::new(hpa(spec))],
             ..Default::default()
         };

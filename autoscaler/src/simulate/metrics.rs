@@ -404,13 +404,12 @@ impl Metrics {
         if nodes == 0 {
             return None;
         }
-        for (pod, pod_requests) in cluster.pods_with_requests() {
-            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
-            let Some(group) = node_group.get(node) else { continue };
-            if matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed")) {
+        for pod in cluster.pod_infos() {
+            let Some(group) = pod.node_name().and_then(|node| node_group.get(node)) else { continue };
+            if pod.is_terminal() {
                 continue;
             }
-            requests.entry(group).or_default().add(&pod_requests);
+            requests.entry(group).or_default().add(pod.requests());
         }
         let mut bound = 0i64;
         for g in &self.groups {
