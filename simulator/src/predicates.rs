@@ -290,17 +290,28 @@ impl ClusterSnapshot {
             }
         }
         prepared.anti_affinity = pod.shape.anti_affinity_terms.iter().map(|t| self.ensure_term(t)).collect();
+        prepared.blocking_carriers = self.blocking_carriers(pod);
+        if !pod.shape.spread_constraints.is_empty() {
+            prepared.spread = self.prepare_spread(pod);
+        }
+        prepared
+    }
+
+    /// The required anti-affinity terms of placed pods that match `pod` (InterPodAffinity's
+    /// symmetric check), in ascending order.
+    fn blocking_carriers(&self, pod: &PodInfo) -> Vec<usize> {
         let ns_labels = self.namespace_labels();
         let mut blocking = self.index.candidate_carriers(pod);
         blocking.retain(|i| {
             let c = &self.index.carriers[*i];
             c.total > 0 && term_matches_pod(&c.term, pod, ns_labels)
         });
-        prepared.blocking_carriers = blocking;
-        if !pod.shape.spread_constraints.is_empty() {
-            prepared.spread = self.prepare_spread(pod);
-        }
-        prepared
+        blocking
+    }
+
+    /// Whether a placed pod's required anti-affinity term matches `pod`.
+    pub(crate) fn has_blocking_carriers(&self, pod: &PodInfo) -> bool {
+        !self.blocking_carriers(pod).is_empty()
     }
 
     /// For several affinity terms: counts per topology pair of pods matching all of them.

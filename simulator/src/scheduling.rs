@@ -31,8 +31,9 @@ impl ClusterSnapshot {
             return None;
         }
         let start = hint.next % bound;
-        for offset in 0..bound {
-            let index = (start + offset) % bound;
+        // From the hint to the end, then from the start to the hint: no division per node (a
+        // search that fails passes over every node, and scale-down runs one per candidate).
+        for index in (start..bound).chain(0..start) {
             let Some((id, node)) = self.node_at(index) else { continue };
             if accept(id, node) && self.fits(&prepared, id) {
                 hint.next = index;
@@ -40,6 +41,33 @@ impl ClusterSnapshot {
             }
         }
         None
+    }
+
+    /// Whether `pod` fits none of the nodes `accept`s, now and whatever happens to the pods of
+    /// the nodes it rejects (removed, the nodes marked as being deleted). Only answers true for
+    /// a pod whose fit on a node depends on that node alone: no inter-pod affinity,
+    /// anti-affinity or topology spread of its own, no existing pod's anti-affinity term that
+    /// matches it, no claims. Scale-down asks it before draining a candidate: when the first pod
+    /// to move can go nowhere, removing the candidate's pods and reverting them again would end
+    /// the same way.
+    pub fn fits_no_accepted_node(
+        &mut self,
+        pod: &PodInfo,
+        hint: SearchHint,
+        accept: impl FnMut(NodeId, &NodeInfo) -> bool,
+    ) -> bool {
+        let shape = &pod.shape;
+        if !pod.claims.is_empty()
+            || !shape.affinity_terms.is_empty()
+            || !shape.anti_affinity_terms.is_empty()
+            || !shape.spread_constraints.is_empty()
+            || self.has_blocking_carriers(pod)
+        {
+            return false;
+        }
+        // A copy of the hint: the caller's next search starts where it would have anyway.
+        let mut hint = hint;
+        self.find_node_for(pod, &mut hint, accept).is_none()
     }
 
     /// Places the pod on the first fitting node and returns that node.

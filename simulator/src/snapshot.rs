@@ -412,8 +412,9 @@ impl ClusterSnapshot {
 
     /// Removes a pod from wherever it is placed and returns it.
     pub fn remove_pod(&mut self, pod_key: &str) -> Result<Arc<PodInfo>, SnapshotError> {
-        let node =
-            self.pod_location.get(pod_key).copied().ok_or_else(|| SnapshotError::PodNotFound(pod_key.to_string()))?;
+        // One look-up in the (large, rarely cached) location table instead of a `get` and a
+        // `remove`: scale-down removes every pod of every candidate it tries.
+        let node = self.pod_location.remove(pod_key).ok_or_else(|| SnapshotError::PodNotFound(pod_key.to_string()))?;
         let info = self.nodes[node.index()].as_mut().expect("live node");
         // Callers usually pass the key of the very PodInfo they took from the node: try the
         // pointer before comparing strings that mostly share a long prefix.
@@ -424,7 +425,6 @@ impl ClusterSnapshot {
             .or_else(|| info.pods.iter().position(|p| &*p.key == pod_key))
             .expect("pod location is consistent");
         let pod = info.take_pod(position);
-        self.pod_location.remove(pod_key);
         let info = self.nodes[node.index()].as_ref().expect("live node");
         self.index.pod_removed(&pod, node, info, &self.namespace_labels);
         if !self.marks.is_empty() {

@@ -421,3 +421,44 @@ fn search_hint_finds_next_fitting_node() {
     assert_eq!(placed, ids);
     assert!(s.schedule_anywhere(info(pod("p4", "1", "1Gi")), &mut hint, |_, _| true).unwrap().is_none());
 }
+
+/// `fits_no_accepted_node` answers true only when draining the rejected nodes cannot change
+/// the answer, and then a drain of the rejected node and a search for its pod fail too.
+#[test]
+fn a_pod_that_fits_no_other_node_fits_none_after_a_drain() {
+    use simulator::scheduling::SearchHint;
+    let (mut s, ids) = snapshot_with(vec![node("a", "2", "4Gi"), node("b", "1", "4Gi")]);
+    let (a, b) = (ids[0], ids[1]);
+    let moved = info(with_labels(pod("moved", "500m", "100Mi"), &[("app", "web")]));
+    s.add_pod(moved.clone(), a).unwrap();
+    s.add_pod(info(pod("filler", "800m", "100Mi")), b).unwrap();
+    let not_a = |id: NodeId, _: &simulator::NodeInfo| id != a;
+    let hint = SearchHint::default();
+    assert!(s.fits_no_accepted_node(&moved, hint, not_a), "b has 200m free, the pod asks 500m");
+
+    // The search after a drain of `a` agrees.
+    s.fork();
+    s.remove_pod(&moved.key).unwrap();
+    s.mark_to_be_deleted(a).unwrap();
+    assert_eq!(s.find_node_for(&moved, &mut hint.clone(), not_a), None);
+    s.revert();
+
+    // A pod that fits `b` is not hopeless.
+    assert!(!s.fits_no_accepted_node(&info(pod("small", "100m", "100Mi")), hint, not_a));
+
+    // A pod whose fit depends on other pods is never answered from the state before the
+    // drain: its own anti-affinity (the drain may take away the pods it avoids)...
+    let avoids_web = info(with_affinity(
+        pod("avoids-web", "1", "100Mi"),
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}),
+    ));
+    assert!(!s.fits_no_accepted_node(&avoids_web, hint, not_a));
+    // ... or a placed pod's anti-affinity term that matches it (the drain may take it away).
+    s.add_pod(avoids_web, a).unwrap();
+    let web = info(with_labels(pod("web", "1", "100Mi"), &[("app", "web")]));
+    assert!(!s.fits_no_accepted_node(&web, hint, not_a));
+    let other = info(with_labels(pod("other", "1", "100Mi"), &[("app", "other")]));
+    assert!(s.fits_no_accepted_node(&other, hint, not_a));
+    assert!(s.fits_no_accepted_node(&info(pod("small", "100m", "100Mi")), hint, |id, _| id != a && id != b));
+}

@@ -249,7 +249,8 @@ pub fn nothing_to_move(node: &NodeInfo, ctx: &DrainContext) -> bool {
 /// Upstream's GetPodsToMove: walks the node's pods in order and sorts them into pods to move,
 /// DaemonSet pods and on-completion pods; the first blocking pod stops the walk.
 pub fn pods_to_move(node: &NodeInfo, ctx: &DrainContext) -> Result<PodsToMove, DrainBlocked> {
-    let mut out = PodsToMove::default();
+    // Most pods move: room for all of them at once rather than a growth at every power of two.
+    let mut out = PodsToMove { pods: Vec::with_capacity(node.pods.len()), ..Default::default() };
     for pod in &node.pods {
         match pod_drain_outcome(pod, ctx) {
             PodDrainOutcome::Skip => {}

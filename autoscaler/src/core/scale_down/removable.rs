@@ -126,14 +126,7 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
                 continue;
             }
             let gpu_type = ctx.cloud.node_gpus.get(&*r.name).map(|g| g.gpu_type.clone()).filter(|t| !t.is_empty());
-            let info = NodeInfo::new(
-                ctx.view
-                    .nodes
-                    .iter()
-                    .find(|n| n.metadata.name.as_deref() == Some(&*r.name))
-                    .cloned()
-                    .unwrap_or_default(),
-            );
+            let info = NodeInfo::new(r.node.clone());
             let delta = node_delta(&info, gpu_type.as_deref(), NVIDIA_GPU);
             let exceeds = delta.iter().any(|(res, d)| {
                 limiter.min.contains_key(res) && totals.get(res).copied().unwrap_or(0) - d < limiter.min(res)

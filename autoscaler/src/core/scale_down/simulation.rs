@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use k8s_openapi::api::core::v1::Node;
+
 use simulator::drainability::{DrainContext, pods_to_move};
 use simulator::scheduling::SearchHint;
 use simulator::utilization::UtilizationInfo;
@@ -16,6 +18,8 @@ use crate::core::plan::UnremovableReason;
 #[derive(Clone, Debug)]
 pub struct Removable {
     pub name: Arc<str>,
+    /// The node object (the view's), for its capacity.
+    pub node: Arc<Node>,
     pub group: String,
     pub utilization: UtilizationInfo,
     pub pods_to_move: Vec<Arc<PodInfo>>,
@@ -44,6 +48,7 @@ pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, cand
         let node = snapshot.node(c.id).expect("candidate node");
         let drain =
             DrainContext { pdbs: &ctx.pdbs, controllers: ctx.controllers, options: &ctx.options.drain, now: ctx.now };
+        let node_object = node.node.clone();
         let to_move = match pods_to_move(node, &drain) {
             Ok(p) => p,
             Err(blocked) => {
@@ -59,10 +64,20 @@ pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, cand
                 continue;
             }
         };
-        snapshot.fork();
-        let placed = move_pods(snapshot, c.id, &to_move.pods, &removed, ctx.upcoming, &mut hint);
+        // A first pod that fits no other node now fits none once the candidate is drained
+        // either (see `fits_no_accepted_node`): the answer without removing the candidate's pods
+        // and reverting them again, which is what most of a full cluster's candidates cost.
+        let hopeless = to_move.pods.first().is_some_and(|first| {
+            snapshot.fits_no_accepted_node(first, hint, destination(c.id, &removed, ctx.upcoming))
+        });
+        let placed = !hopeless && {
+            snapshot.fork();
+            move_pods(snapshot, c.id, &to_move.pods, &removed, ctx.upcoming, &mut hint)
+        };
         if !placed {
-            snapshot.revert();
+            if !hopeless {
+                snapshot.revert();
+            }
             out.unremovable.push(unremovable(
                 &c.name,
                 Some(&c.group),
@@ -77,6 +92,7 @@ pub fn simulate(ctx: &mut ScaleDownContext, snapshot: &mut ClusterSnapshot, cand
         ctx.pdbs.remove_pods(&to_move.pods);
         out.removable.push(Removable {
             name: c.name.clone(),
+            node: node_object,
             group: c.group.clone(),
             utilization: c.utilization.clone(),
             waits_for_completion: to_move.waits_for_completion(),
@@ -107,9 +123,7 @@ fn move_pods(
         return false;
     }
     for pod in pods {
-        let accept =
-            |id: NodeId, _: &simulator::NodeInfo| id != node && !removed.contains(id) && !upcoming.contains(id);
-        match snapshot.find_node_for(pod, hint, accept) {
+        match snapshot.find_node_for(pod, hint, destination(node, removed, upcoming)) {
             Some(dest) => {
                 if snapshot.add_pod(pod.clone(), dest).is_err() {
                     return false;
@@ -119,4 +133,14 @@ fn move_pods(
         }
     }
     true
+}
+
+/// The nodes the pods of `node` may move to: registered nodes other than it that are not being
+/// removed.
+fn destination<'a>(
+    node: NodeId,
+    removed: &'a NodeSet,
+    upcoming: &'a NodeSet,
+) -> impl Fn(NodeId, &simulator::NodeInfo) -> bool + 'a {
+    move |id, _| id != node && !removed.contains(id) && !upcoming.contains(id)
 }
