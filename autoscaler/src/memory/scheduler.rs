@@ -34,6 +34,9 @@ pub(super) struct SchedulerState {
     pub snapshot: ClusterSnapshot,
     /// Dead node slots the snapshot keeps after node removals and replacements.
     garbage: usize,
+    /// Every pod waiting for the scheduler (kept with each store of a pod, so a pass that
+    /// retries them all does not read every pod of the cluster).
+    pub waiting: BTreeSet<ObjectKey>,
     /// Pending pods created (or changed) since the last pass.
     pub new_pending: BTreeSet<ObjectKey>,
     /// Capacity or nodes changed: every pending pod gets another try.
@@ -104,10 +107,12 @@ impl MemoryCluster {
             tracing::warn!(pod = %key, %error, "pod could not be placed in the scheduler's snapshot");
         }
         if waiting_for_scheduler(new) {
+            self.scheduler.waiting.insert(key.clone());
             if old.is_none_or(|o| !waiting_for_scheduler(o)) || change == PodChange::Spec {
                 self.scheduler.new_pending.insert(key.clone());
             }
         } else {
+            self.scheduler.waiting.remove(key);
             self.scheduler.new_pending.remove(key);
         }
     }
@@ -119,6 +124,7 @@ impl MemoryCluster {
             let _ = self.scheduler.snapshot.remove_pod(&info.key);
             self.scheduler.retry_all = true;
         }
+        self.scheduler.waiting.remove(key);
         self.scheduler.new_pending.remove(key);
     }
 
@@ -197,7 +203,7 @@ impl MemoryCluster {
         }
         let keys: Vec<ObjectKey> = if std::mem::take(&mut state.retry_all) {
             state.new_pending.clear();
-            self.pods.iter().filter(|(_, p)| waiting_for_scheduler(p)).map(|(k, _)| k.clone()).collect()
+            state.waiting.iter().cloned().collect()
         } else {
             std::mem::take(&mut state.new_pending).into_iter().collect()
         };

@@ -78,6 +78,36 @@ fn unschedulable_pod_is_bound_once_a_node_that_fits_appears() {
     assert_eq!(node_of(&c, "default", "big").as_deref(), Some("large"));
 }
 
+/// The pods a pass that retries every pending pod reads: the scheduler's index of waiting pods,
+/// which must always be the pods a scan of the store finds waiting.
+fn assert_waiting_index_matches_the_store(c: &MemoryCluster) {
+    let scanned: Vec<ObjectKey> =
+        c.pods.iter().filter(|(_, p)| crate::memory::pods::waiting_for_scheduler(p)).map(|(k, _)| k.clone()).collect();
+    let indexed: Vec<ObjectKey> = c.scheduler.waiting.iter().cloned().collect();
+    assert_eq!(indexed, scanned);
+}
+
+#[test]
+fn the_index_of_waiting_pods_follows_binding_deletion_and_new_pods() {
+    let mut c = cluster();
+    c.apply(node("small", "1", "8Gi")).unwrap();
+    c.apply(pending_pod("big", "2", "1Gi")).unwrap();
+    c.apply(pending_pod("fits", "1", "1Gi")).unwrap();
+    assert_waiting_index_matches_the_store(&c);
+    c.advance(t(1));
+    assert_waiting_index_matches_the_store(&c);
+    assert_eq!(c.scheduler.waiting.len(), 1, "only the pod that fits nowhere waits");
+    c.apply(pending_pod("other", "2", "1Gi")).unwrap();
+    assert!(c.delete(ObjectKind::Pod, &ObjectKey::new("default", "big")));
+    assert_waiting_index_matches_the_store(&c);
+    assert!(c.delete(ObjectKind::Pod, &ObjectKey::new("default", "fits")));
+    c.apply(node("large", "8", "32Gi")).unwrap();
+    c.advance(t(2));
+    assert_waiting_index_matches_the_store(&c);
+    assert_eq!(node_of(&c, "default", "other").as_deref(), Some("large"));
+    assert!(c.scheduler.waiting.is_empty());
+}
+
 #[test]
 fn cordoned_and_tainted_nodes_take_no_pods_that_do_not_tolerate_them() {
     let mut c = cluster();
