@@ -63,7 +63,7 @@ impl Default for PodStore {
 }
 
 impl PodStore {
-    /// Every pod, in no particular order: pointer copies of the cached list.
+    /// Every pod, in no particular order: the cached list itself, shared (one pointer copied).
     pub fn state(&self) -> SharedList<PodInfo> {
         if let Some(list) = &self.pods.read().unwrap_or_else(PoisonError::into_inner).list {
             return list.clone();
