@@ -114,6 +114,11 @@ fn compact_pod(pod: &mut Pod) {
 
 fn compact_pod_spec(spec: &mut PodSpec) {
     if let Some(volumes) = spec.volumes.as_mut() {
+        // The unread sources go from a volume that also has a read one (malformed, but
+        // possible in a dump), as the lean parser never reads them (`kube_adapter::lean`).
+        for v in volumes.iter_mut() {
+            (v.projected, v.config_map, v.secret, v.downward_api) = (None, None, None, None);
+        }
         volumes.retain(|v| {
             v.persistent_volume_claim.is_some()
                 || v.ephemeral.is_some()

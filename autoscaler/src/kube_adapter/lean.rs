@@ -1,13 +1,17 @@
 //! `Lean<K>`: a Kubernetes object read from the API server without the parts the autoscaler
-//! never reads and that weigh most: `metadata.managedFields` and kubectl's last-applied
-//! annotation. They are skipped while parsing (the parser steps over their text), never built
-//! and then dropped: on a large cluster's initial lists they are about half of each object.
-//! The rest is trimmed (`core::compact`) as soon as the object is parsed.
+//! never reads and that weigh most: `metadata.managedFields`, kubectl's last-applied
+//! annotation, a pod's container states and addresses, its containers' environment, commands,
+//! probes and mounts, the sources of its token, ConfigMap, Secret and downward API volumes, and
+//! a node's list of cached images. They are skipped while parsing (the parser steps over their
+//! text), never built and then dropped: on a large cluster's initial lists they are most of
+//! each object (and of the time spent parsing it). The rest is trimmed (`core::compact`) as
+//! soon as the object is parsed; what is skipped is exactly what it would drop.
 //!
 //! The reflectors watch `Api<Lean<K>>` and store the plain `K`. The skipping is a thin
-//! deserializer that forwards everything to the JSON one except those two keys, and only where
-//! they have that meaning: `managedFields` directly in an object's (or template's) `metadata`,
-//! the annotation in its `annotations`. Other maps (a ConfigMap's data, labels) are untouched.
+//! deserializer that forwards everything to the JSON one except those keys, and only where
+//! they have that meaning (`Place`): `managedFields` directly in an object's (or template's)
+//! `metadata`, the annotation in its `annotations`, a container's fields in a pod spec's
+//! `containers`, and so on. Other maps (a ConfigMap's data, labels) are untouched.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -60,8 +64,8 @@ impl<'de, K: de::Deserialize<'de> + Resource + std::any::Any> de::Deserialize<'d
     }
 }
 
-/// `deserializer` stepping over the managed fields and the last-applied annotation of the object
-/// it reads, without trimming it: for readers that wrap it further (the dump reader lists the
+/// `deserializer` stepping over what `Lean` skips in the object it reads, without trimming the
+/// rest: for readers that wrap it further (the dump reader lists the
 /// fields its types do not know around it, so what is stepped over is never listed).
 pub fn skipping<'de, D: Deserializer<'de>>(deserializer: D) -> impl Deserializer<'de, Error = D::Error> {
     Skipping { inner: deserializer, place: Place::Object }
@@ -78,16 +82,72 @@ enum Place {
     Annotations,
     /// Inside the metadata's other fields (labels, owners…): nothing is skipped.
     Plain,
+    /// An object's `spec`: where a pod spec's containers and volumes are.
+    Spec,
+    /// A pod spec's `containers` or `initContainers` (not its ephemeral containers, which
+    /// `core::compact` keeps whole).
+    Containers,
+    /// One container: what `core::compact` drops from it is skipped.
+    Container,
+    /// A pod spec's `volumes`.
+    Volumes,
+    /// One volume: the sources `core::compact` drops (a volume left without a source is
+    /// dropped by it) are skipped.
+    Volume,
+    /// An object's `status`: a pod's container states and addresses, a node's cached images.
+    Status,
 }
+
+/// What `core::compact` drops from every container (its `compact_container`).
+const CONTAINER_SKIPS: &[&str] = &[
+    "env",
+    "envFrom",
+    "command",
+    "args",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "volumeMounts",
+    "volumeDevices",
+    "securityContext",
+];
+
+/// Volume sources nothing reads, on nearly every pod (service account tokens, ConfigMaps,
+/// Secrets, the downward API). `core::compact` keeps only claims, ephemeral claims, hostPath
+/// and emptyDir volumes.
+const VOLUME_SKIPS: &[&str] = &["projected", "configMap", "secret", "downwardAPI"];
+
+/// What `core::compact` drops from a pod's status (`compact_pod`) and a node's (`compact_node`).
+const STATUS_SKIPS: &[&str] =
+    &["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses", "podIPs", "hostIPs", "images"];
 
 impl Place {
     /// The place of the value under `key` in a map at `self`.
     fn child(self, key: &str) -> Place {
         match (self, key) {
             (Place::Object, "metadata") => Place::Metadata,
-            (Place::Object, _) => Place::Object,
+            (Place::Object, "spec") => Place::Spec,
+            (Place::Object, "status") => Place::Status,
+            (Place::Spec, "containers" | "initContainers") => Place::Containers,
+            (Place::Spec, "volumes") => Place::Volumes,
+            // Anything else in an object (a workload's pod template, a list's items, a
+            // container's resources…) may hold objects with metadata of their own.
+            (Place::Object | Place::Spec | Place::Status | Place::Container | Place::Volume, _) => Place::Object,
             (Place::Metadata, "annotations") => Place::Annotations,
             _ => Place::Plain,
+        }
+    }
+
+    /// The place of a list's items in a list at `self`.
+    fn element(self) -> Place {
+        match self {
+            Place::Containers => Place::Container,
+            Place::Volumes => Place::Volume,
+            // The items of a list in an object are objects of their own (list items, a
+            // StatefulSet's claim templates…).
+            Place::Object | Place::Spec | Place::Status | Place::Container | Place::Volume => Place::Object,
+            Place::Metadata | Place::Annotations | Place::Plain => Place::Plain,
         }
     }
 
@@ -95,7 +155,10 @@ impl Place {
         match self {
             Place::Metadata => key == "managedFields",
             Place::Annotations => key == LAST_APPLIED,
-            Place::Object | Place::Plain => false,
+            Place::Container => CONTAINER_SKIPS.contains(&key),
+            Place::Volume => VOLUME_SKIPS.contains(&key),
+            Place::Status => STATUS_SKIPS.contains(&key),
+            Place::Object | Place::Plain | Place::Spec | Place::Containers | Place::Volumes => false,
         }
     }
 }
@@ -176,9 +239,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<V> {
         self.inner.visit_newtype_struct(Skipping { inner: d, place: self.place })
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        // The items of a list are objects of their own (containers, list items…).
-        let place = if self.place == Place::Object { Place::Object } else { Place::Plain };
-        self.inner.visit_seq(Elements { inner: seq, place })
+        self.inner.visit_seq(Elements { inner: seq, place: self.place.element() })
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         self.inner.visit_map(Entries { inner: map, place: self.place, value_place: Place::Plain })
@@ -367,6 +428,7 @@ mod tests {
         let mut expected: Pod = serde_json::from_str(&text).unwrap();
         expected.metadata.managed_fields = None;
         expected.metadata.annotations.as_mut().unwrap().remove(LAST_APPLIED);
+        expected.spec.as_mut().unwrap().containers[0].env = None;
         assert_eq!(pod, expected);
         assert_eq!(pod.metadata.labels.as_ref().unwrap().len(), 2, "labels are data: none is skipped");
         // `Lean` trims the rest as it parses.
@@ -375,6 +437,105 @@ mod tests {
         crate::core::compact::compact(&mut trimmed);
         assert_eq!(lean, trimmed);
         assert_eq!(lean.spec.unwrap().containers[0].env, None);
+    }
+
+    /// What the skipping steps over is exactly what `core::compact` drops: parsing with `Lean`
+    /// gives the same object as parsing everything and trimming it.
+    #[test]
+    fn lean_parsing_equals_full_parsing_then_trimming() {
+        fn same_as_trimmed<K>(text: &str)
+        where
+            K: de::DeserializeOwned + Resource + std::any::Any + PartialEq + fmt::Debug,
+        {
+            let Lean(lean): Lean<K> = serde_json::from_str(text).unwrap();
+            let mut trimmed: K = serde_json::from_str(text).unwrap();
+            crate::core::compact::compact(&mut trimmed);
+            assert_eq!(lean, trimmed);
+        }
+        let container = json!({
+            "name": "app", "image": "registry/app:1",
+            "command": ["/app"], "args": ["--serve"],
+            "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+            "envFrom": [{"configMapRef": {"name": "cm"}}],
+            "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+            "ports": [{"containerPort": 8080, "hostPort": 80}],
+            "livenessProbe": {"httpGet": {"path": "/", "port": 8080}},
+            "readinessProbe": {"exec": {"command": ["true"]}},
+            "startupProbe": {"tcpSocket": {"port": 8080}},
+            "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+            "securityContext": {"runAsUser": 1000},
+            "restartPolicy": "Always",
+        });
+        let pod_spec = json!({
+            "containers": [container.clone()],
+            "initContainers": [container.clone()],
+            "ephemeralContainers": [{"name": "debug", "image": "busybox", "env": [{"name": "B", "value": "2"}]}],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "scratch", "emptyDir": {}},
+                {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+                {"name": "config", "configMap": {"name": "cm"}},
+                {"name": "secret", "secret": {"secretName": "s"}},
+                {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+                {"name": "both", "emptyDir": {}, "secret": {"secretName": "s"}},
+            ],
+            "nodeSelector": {"env": "prod", "containers": "x"},
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+            "nodeName": "n1",
+        });
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"env": "prod", "images": "x"},
+                         "annotations": {LAST_APPLIED: "{}", "command": "kept"},
+                         "managedFields": [{"manager": "m"}]},
+            "spec": pod_spec.clone(),
+            "status": {
+                "phase": "Running", "podIP": "10.0.0.1",
+                "podIPs": [{"ip": "10.0.0.1"}], "hostIPs": [{"ip": "192.168.0.1"}],
+                "conditions": [{"type": "Ready", "status": "True"}, {"type": "Initialized", "status": "True"}],
+                "containerStatuses": [{"name": "app", "image": "i", "imageID": "id", "ready": true, "restartCount": 0,
+                                       "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}],
+                "initContainerStatuses": [{"name": "app", "image": "i", "imageID": "id", "ready": true, "restartCount": 0}],
+            },
+        })
+        .to_string();
+        same_as_trimmed::<Pod>(&pod);
+        let node = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "labels": {"images": "kept"}},
+            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "4"}, "images": [{"names": ["registry/app:1"], "sizeBytes": 1}],
+                       "conditions": [{"type": "Ready", "status": "True"}]},
+        })
+        .to_string();
+        same_as_trimmed::<k8s_openapi::api::core::v1::Node>(&node);
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}, "managedFields": [{"manager": "m"}]},
+                                  "spec": pod_spec}},
+            "status": {"replicas": 3, "conditions": [{"type": "Available", "status": "True"}]},
+        })
+        .to_string();
+        same_as_trimmed::<k8s_openapi::api::apps::v1::Deployment>(&deployment);
+        let Lean(d): Lean<k8s_openapi::api::apps::v1::Deployment> = serde_json::from_str(&deployment).unwrap();
+        let template = d.spec.unwrap().template.spec.unwrap();
+        let names: Vec<&str> = template.volumes.iter().flatten().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["data", "scratch", "both"], "the volumes decisions read stay");
+        assert_eq!(template.containers[0].resources.as_ref().unwrap().requests.as_ref().unwrap()["cpu"].0, "250m");
+        assert_eq!(template.containers[0].ports.as_ref().unwrap()[0].host_port, Some(80));
+        assert!(template.ephemeral_containers.unwrap()[0].env.is_some(), "ephemeral containers are kept whole");
+        // Data named like skipped fields, in a ConfigMap and in a spec's maps, stays.
+        let config_map = json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"},
+            "data": {"env": "a", "containerStatuses": "b", "spec": "c", "images": "d", "projected": "e"},
+        })
+        .to_string();
+        let Lean(cm): Lean<ConfigMap> = serde_json::from_str(&config_map).unwrap();
+        assert_eq!(cm.data.unwrap().len(), 5);
     }
 
     #[test]
