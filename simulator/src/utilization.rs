@@ -6,7 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::drainability::is_long_terminating;
 use crate::node::NodeInfo;
-use crate::resources::{CPU, MEMORY};
+use crate::resources::{CPU, MEMORY, Resources};
 
 /// A node's utilization.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,14 +26,52 @@ pub enum UtilizationError {
     NoAllocatable { node: String, resource: String },
 }
 
-/// Utilization of one resource: the requests of the node's pods over its allocatable
-/// (`NodeInfo::allocatable`, which falls back to capacity when a node reports no allocatable).
+/// Utilization of each resource `amounts` picks from a pod's requests (cpu and memory, or a
+/// GPU): the requests of the node's pods over its allocatable (`NodeInfo::allocatable`, which
+/// falls back to capacity when a node reports no allocatable). One pass over the node's pods
+/// for all of them: scale-down asks this of every node on every iteration.
 ///
 /// Ignored DaemonSet / mirror pods are taken out of both sides (their requests reduce the
 /// allocatable instead of counting as use). Pods terminating for longer than their grace period
 /// plus 30s are left out. When the ignored pods take the whole allocatable, the node is reported
 /// as idle if nothing else requests the resource and as full otherwise (upstream would divide by
 /// zero or a negative number).
+fn utilizations<const N: usize>(
+    node: &NodeInfo,
+    allocatable: [i64; N],
+    amounts: impl Fn(&Resources) -> [i64; N],
+    ignore_daemonsets: bool,
+    ignore_mirror_pods: bool,
+    now: Timestamp,
+) -> [f64; N] {
+    let mut requested = [0i64; N];
+    let mut ignored = [0i64; N];
+    for pod in &node.pods {
+        // DaemonSet and mirror pods are set aside before the terminating check, as upstream does.
+        // (`terminating` is asked first: most pods are not, and then the pod itself is not read.)
+        let into = if (ignore_daemonsets && pod.daemonset) || (ignore_mirror_pods && pod.mirror) {
+            &mut ignored
+        } else if !(pod.terminating && is_long_terminating(pod, now)) {
+            &mut requested
+        } else {
+            continue;
+        };
+        for (sum, amount) in into.iter_mut().zip(amounts(pod.requests())) {
+            *sum = sum.saturating_add(amount);
+        }
+    }
+    std::array::from_fn(|i| {
+        let available = allocatable[i].saturating_sub(ignored[i]);
+        if available <= 0 {
+            return if requested[i] > 0 { 1.0 } else { 0.0 };
+        }
+        // i64 -> f64 loses precision only above 2^53 units, far beyond any real node.
+        requested[i] as f64 / available as f64
+    })
+}
+
+/// Utilization of one resource (see `utilizations`); a node without allocatable `resource`
+/// is an error.
 pub fn resource_utilization(
     node: &NodeInfo,
     resource: &str,
@@ -45,24 +83,9 @@ pub fn resource_utilization(
     if allocatable <= 0 {
         return Err(UtilizationError::NoAllocatable { node: node.name.to_string(), resource: resource.to_string() });
     }
-    let mut requested: i64 = 0;
-    let mut ignored: i64 = 0;
-    for pod in &node.pods {
-        let amount = pod.requests().get(resource);
-        // DaemonSet and mirror pods are set aside before the terminating check, as upstream does.
-        // (`terminating` is asked first: most pods are not, and then the pod itself is not read.)
-        if (ignore_daemonsets && pod.daemonset) || (ignore_mirror_pods && pod.mirror) {
-            ignored = ignored.saturating_add(amount);
-        } else if !(pod.terminating && is_long_terminating(pod, now)) {
-            requested = requested.saturating_add(amount);
-        }
-    }
-    let available = allocatable.saturating_sub(ignored);
-    if available <= 0 {
-        return Ok(if requested > 0 { 1.0 } else { 0.0 });
-    }
-    // i64 -> f64 loses precision only above 2^53 units, far beyond any real node.
-    Ok(requested as f64 / available as f64)
+    let [utilization] =
+        utilizations(node, [allocatable], |r| [r.get(resource)], ignore_daemonsets, ignore_mirror_pods, now);
+    Ok(utilization)
 }
 
 /// The node's utilization. `gpu_resource` names the GPU's extended resource when the node is a
@@ -88,8 +111,14 @@ pub fn calculate_utilization(
             resource: gpu.to_string(),
         });
     }
-    let cpu = resource_utilization(node, CPU, ignore_daemonsets, ignore_mirror_pods, now)?;
-    let memory = resource_utilization(node, MEMORY, ignore_daemonsets, ignore_mirror_pods, now)?;
+    for resource in [CPU, MEMORY] {
+        if node.allocatable.get(resource) <= 0 {
+            return Err(UtilizationError::NoAllocatable { node: node.name.to_string(), resource: resource.into() });
+        }
+    }
+    let allocatable = [node.allocatable.cpu_millis, node.allocatable.memory];
+    let [cpu, memory] =
+        utilizations(node, allocatable, |r| [r.cpu_millis, r.memory], ignore_daemonsets, ignore_mirror_pods, now);
     let (utilization, resource) = if cpu > memory { (cpu, CPU) } else { (memory, MEMORY) };
     Ok(UtilizationInfo { cpu, memory, gpu: 0.0, utilization, resource: resource.to_string() })
 }
