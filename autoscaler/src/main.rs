@@ -1,10 +1,38 @@
 //! `cluster-autoscaler`: the library's command line with the built-in cloud providers.
 
+use libmimalloc_sys::{mi_option_set, mi_option_t};
+
 /// mimalloc rather than glibc's malloc: the initial lists of a large cluster are parsed and
 /// trimmed in a burst of allocations, which glibc keeps as fragmented resident memory.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// mimalloc (v3) options by their place in its `mi_option_e` (include/mimalloc.h); the crate
+// names only some of them.
+const ARENA_EAGER_COMMIT: mi_option_t = 4;
+const PURGE_DELAY: mi_option_t = 15;
+const PAGE_FULL_RETAIN: mi_option_t = 36;
+const ALLOW_THP: mi_option_t = 43;
+
+/// A long-running controller whose memory is mostly long-lived objects and whose bursts of
+/// short-lived ones (a relist, an iteration's scratch) come seconds apart: free memory goes
+/// back to the system at once rather than after mimalloc's default second, arenas are
+/// committed as they are used, no empty pages are kept per size class, and arenas are not
+/// backed by transparent huge pages (a 2 MiB page stays resident whole while any object in
+/// it lives: 120 MiB of the controller's memory were such pages). Measured with
+/// `scripts/load-harness` at 5,000 nodes / 150,000 pods, two bursts: resident memory
+/// 0.52 / 0.46 GiB (peak / steady) with the defaults, 0.46 / 0.41 GiB with these.
+fn tune_allocator() {
+    // SAFETY: plain setters of mimalloc's option table, called before any other thread runs.
+    unsafe {
+        mi_option_set(PURGE_DELAY, 0);
+        mi_option_set(ARENA_EAGER_COMMIT, 0);
+        mi_option_set(PAGE_FULL_RETAIN, 0);
+        mi_option_set(ALLOW_THP, 0);
+    }
+}
+
 fn main() -> std::process::ExitCode {
+    tune_allocator();
     autoscaler::cli::main(autoscaler::compose::builtin_providers())
 }
