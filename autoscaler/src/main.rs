@@ -14,7 +14,7 @@ const PURGE_DELAY: mi_option_t = 15;
 const PAGE_FULL_RETAIN: mi_option_t = 36;
 const ALLOW_THP: mi_option_t = 43;
 
-/// A long-running controller whose memory is mostly long-lived objects and whose bursts of
+/// For the long-running controller, whose memory is mostly long-lived objects and whose bursts of
 /// short-lived ones (a relist, an iteration's scratch) come seconds apart: free memory goes
 /// back to the system at once rather than after mimalloc's default second, arenas are
 /// committed as they are used, no empty pages are kept per size class, and arenas are not
@@ -33,6 +33,12 @@ fn tune_allocator() {
 }
 
 fn main() -> std::process::ExitCode {
-    tune_allocator();
+    // `simulate` and `plan` are short batch runs that allocate and free at a high rate: there
+    // the defaults are faster (a simulated day at 20,000 pods took 24% longer with these
+    // options: mostly the lost huge pages and the immediate purges).
+    let batch = matches!(std::env::args_os().nth(1).as_deref().and_then(|a| a.to_str()), Some("simulate" | "plan"));
+    if !batch {
+        tune_allocator();
+    }
     autoscaler::cli::main(autoscaler::compose::builtin_providers())
 }
