@@ -76,7 +76,7 @@ impl SnapshotCache {
     pub fn base<'p>(
         &self,
         nodes: &[&Arc<Node>],
-        pods_of: impl Fn(&str) -> &'p [Arc<PodInfo>],
+        pods_of: impl Fn(&str) -> &'p [&'p Arc<PodInfo>],
         namespaces: &[Arc<Namespace>],
         pod_count: usize,
     ) -> (ClusterSnapshot, BaseBuild) {
@@ -93,7 +93,7 @@ impl SnapshotCache {
             let Ok(id) = snapshot.add_node(Arc::clone(node)) else { continue };
             for pod in pods_of(node.metadata.name.as_deref().unwrap_or("")) {
                 // A pod listed twice (hostile input) is placed once, on the first node.
-                let _ = snapshot.add_pod(pod.clone(), id);
+                let _ = snapshot.add_pod(Arc::clone(pod), id);
             }
         }
         (snapshot, BaseBuild::Fresh)
@@ -112,6 +112,11 @@ fn same_objects<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
 }
 
+/// `same_objects` for a node's pods in the snapshot and the view's pods of it (borrowed).
+fn same_pods(a: &[Arc<PodInfo>], b: &[&Arc<PodInfo>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
+}
+
 /// `snapshot` brought to `nodes` and their pods, when the nodes it keeps are in the same
 /// relative order in `nodes`; `None` when they are not (or a pod could not be placed as a fresh
 /// build would). A node object that changed (its status, labels, taints) is replaced in its
@@ -119,7 +124,7 @@ fn same_objects<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
 fn update<'p>(
     mut snapshot: ClusterSnapshot,
     nodes: &[&Arc<Node>],
-    pods_of: &impl Fn(&str) -> &'p [Arc<PodInfo>],
+    pods_of: &impl Fn(&str) -> &'p [&'p Arc<PodInfo>],
 ) -> Option<(ClusterSnapshot, BaseBuild)> {
     if snapshot.fork_depth() != 0 {
         return None;
@@ -165,7 +170,7 @@ fn update<'p>(
                 let info = snapshot.node(id)?;
                 if !Arc::ptr_eq(&info.node, node) {
                     changed.push((id, info.name.clone(), Some(Arc::clone(node))));
-                } else if !same_objects(&info.pods, pods_of(&info.name)) {
+                } else if !same_pods(&info.pods, pods_of(&info.name)) {
                     changed.push((id, info.name.clone(), None));
                 }
                 id
@@ -187,7 +192,7 @@ fn update<'p>(
         }
         for pod in pods_of(name) {
             // A fresh build would have skipped it (a pod listed twice): build afresh.
-            snapshot.add_pod(pod.clone(), *id).ok()?;
+            snapshot.add_pod(Arc::clone(pod), *id).ok()?;
         }
     }
     let build = BaseBuild::Updated { nodes_added, nodes_removed: gone.len(), nodes_changed: changed.len() };

@@ -185,7 +185,7 @@ pub fn build_templates(
     view: &ClusterView,
     cloud: &CloudState,
     state: &ClusterState,
-    pods_by_node: &rustc_hash::FxHashMap<&str, Vec<Arc<PodInfo>>>,
+    pods_by_node: &rustc_hash::FxHashMap<&str, Vec<&Arc<PodInfo>>>,
     options: &AutoscalingOptions,
     now: Timestamp,
 ) -> HashMap<String, Template> {
