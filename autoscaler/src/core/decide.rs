@@ -196,10 +196,8 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
         if pod.priority < options.expendable_pods_priority_cutoff {
             if unschedulable {
-                ignored.insert(
-                    pod.key.to_string(),
-                    "expendable: priority below --expendable-pods-priority-cutoff".into(),
-                );
+                ignored
+                    .insert(pod.key.to_string(), "expendable: priority below --expendable-pods-priority-cutoff".into());
             }
             continue;
         }
