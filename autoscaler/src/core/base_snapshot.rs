@@ -16,6 +16,7 @@
 //! else builds the base afresh: the kept nodes in another relative order (the reflector's store
 //! grew and rehashed), a namespace's labels, or many removed nodes' places in the order.
 
+use std::borrow::Borrow;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
@@ -108,13 +109,10 @@ impl SnapshotCache {
     }
 }
 
-fn same_objects<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
-}
-
-/// `same_objects` for a node's pods in the snapshot and the view's pods of it (borrowed).
-fn same_pods(a: &[Arc<PodInfo>], b: &[&Arc<PodInfo>]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
+/// Whether `a` and `b` hold the same objects (by address) in the same order; `b`'s items may
+/// be borrowed (the view's pods of a node).
+fn same_objects<T, B: Borrow<Arc<T>>>(a: &[Arc<T>], b: &[B]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b.borrow()))
 }
 
 /// `snapshot` brought to `nodes` and their pods, when the nodes it keeps are in the same
@@ -170,7 +168,7 @@ fn update<'p>(
                 let info = snapshot.node(id)?;
                 if !Arc::ptr_eq(&info.node, node) {
                     changed.push((id, info.name.clone(), Some(Arc::clone(node))));
-                } else if !same_pods(&info.pods, pods_of(&info.name)) {
+                } else if !same_objects(&info.pods, pods_of(&info.name)) {
                     changed.push((id, info.name.clone(), None));
                 }
                 id
