@@ -501,6 +501,11 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// Where the unread text starts.
+    pub fn position(&self) -> Position {
+        self.at
+    }
+
     /// The error `message` at byte `at` of the unread text.
     pub fn error(&self, at: usize, message: &str) -> ScanError {
         let at = self.at.after(&self.unread()[..at.min(self.end - self.start)]);

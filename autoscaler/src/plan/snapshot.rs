@@ -50,6 +50,33 @@ fn at_line(line: &Option<u64>) -> String {
 }
 
 impl SnapshotError {
+    fn line(&self) -> Option<u64> {
+        match self {
+            SnapshotError::Object { line, .. } | SnapshotError::Duplicate { line, .. } => *line,
+            SnapshotError::Read { .. } | SnapshotError::Syntax { .. } => None,
+        }
+    }
+
+    /// `self` at `line` when it has none yet.
+    fn or_at_line(mut self, at: u64) -> SnapshotError {
+        if let SnapshotError::Object { line, .. } | SnapshotError::Duplicate { line, .. } = &mut self {
+            line.get_or_insert(at);
+        }
+        self
+    }
+
+    /// Places an error about the JSON item `text`, which starts at `at` in its file, at the
+    /// line its field is written on. Only the item's own text is read again: the file's may be
+    /// hundreds of megabytes, or hold a syntax error after this item.
+    fn placed_in_item(mut self, text: &str, at: Position) -> SnapshotError {
+        if let SnapshotError::Object { line, field, .. } = &mut self {
+            let path = if field == "." { "" } else { field.as_str() };
+            let within = cloudprovider::yaml::line_of_path(text, 0, path, dump_yaml_options(text));
+            *line = within.map(|l| at.within(Position { line: l, column: 1 }).line);
+        }
+        self.or_at_line(at.line)
+    }
+
     /// Places an error about the object at `item_path` (`items[3]`, `[3]`, or empty for a whole
     /// document) of document `document` of `text` at the line its field is written on.
     fn placed(mut self, text: &str, document: usize, item_path: &str) -> SnapshotError {
@@ -167,11 +194,12 @@ fn load_json<R: Read>(
             Ok(false) => return Ok(()),
             Err(Failure::Unplaced(error)) => return Err(*error),
             Err(Failure::Object(failure)) => {
-                let (error, item_path) = *failure;
-                return Err(match text_again() {
-                    Some(text) => error.placed(&text, target.document, &item_path),
-                    None => error,
-                });
+                let (error, item_path, start) = *failure;
+                let error = match text_again() {
+                    Some(text) if error.line().is_none() => error.placed(&text, target.document, &item_path),
+                    _ => error,
+                };
+                return Err(error.or_at_line(start.line));
             }
         }
     }
@@ -187,11 +215,13 @@ struct Target<'a> {
     document: usize,
 }
 
-/// Why a JSON document was refused: bad text, or an object refused (with its item's path, to
-/// place the error at its line).
+/// Why a JSON document was refused: bad text, or an object refused. A list item's error is
+/// placed at once, from the item's text; a whole document's (its text is not kept) comes with
+/// its path in the document, to be placed from the file's text, and where the document starts,
+/// the line given when the file cannot be read again.
 enum Failure {
     Unplaced(Box<SnapshotError>),
-    Object(Box<(SnapshotError, String)>),
+    Object(Box<(SnapshotError, String, Position)>),
 }
 
 impl Target<'_> {
@@ -229,8 +259,9 @@ fn read_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'_>) -> 
             Ok(true)
         }
         Some(b'{') => {
+            let start = scanner.position();
             scanner.consume(1);
-            read_object_document(scanner, target)?;
+            read_object_document(scanner, target, start)?;
             Ok(true)
         }
         Some(_) => {
@@ -282,22 +313,9 @@ fn read_items<R: Read>(
             }
             Some(_) => {
                 let place = format!("items[{index}]");
-                let item = Item::Json { text, at: found.at };
-                add_object(target.view, target.seen, item, &found.survey, target.file, &place)
-                    .map_err(|e| Failure::Object(Box::new((e, place))))?;
+                add_item(target, text, &found.survey, found.at, &place)?;
             }
-            None => {
-                let item = Item::Json { text, at: found.at };
-                add_object(
-                    target.view,
-                    target.seen,
-                    item,
-                    &found.survey,
-                    target.file,
-                    &format!("document {d} item {index}"),
-                )
-                .map_err(|e| Failure::Object(Box::new((e, format!("[{index}]")))))?;
-            }
+            None => add_item(target, text, &found.survey, found.at, &format!("document {d} item {index}"))?,
         }
         scanner.consume(found.len);
         match scanner.peek().map_err(|e| target.scan_error(e))? {
@@ -314,7 +332,11 @@ fn read_items<R: Read>(
 
 /// An object document whose `{` was read: a `List`, whose items are added as they are read, a
 /// metrics API answer, or one object.
-fn read_object_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'_>) -> Result<(), Failure> {
+fn read_object_document<R: Read>(
+    scanner: &mut Scanner<R>,
+    target: &mut Target<'_>,
+    start: Position,
+) -> Result<(), Failure> {
     let mut fields = serde_json::Map::new();
     let mut kept = Vec::new();
     let mut streamed = false;
@@ -359,28 +381,32 @@ fn read_object_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'
             items.push(value);
         }
         fields.insert("items".into(), Value::Array(items));
-        return add_metrics(target, &Value::Object(fields));
+        return add_metrics(target, &Value::Object(fields), start);
     }
     if streamed {
         for Kept { index, text, survey, at } in kept {
-            let place = format!("items[{index}]");
-            add_object(target.view, target.seen, Item::Json { text: &text, at }, &survey, target.file, &place)
-                .map_err(|e| Failure::Object(Box::new((e, place))))?;
+            add_item(target, &text, &survey, at, &format!("items[{index}]"))?;
         }
         return Ok(());
     }
     let document = Value::Object(fields);
     if metrics_kind {
-        return add_metrics(target, &document);
+        return add_metrics(target, &document, start);
     }
     let d = target.document + 1;
     let survey = Survey::of_value(&document);
     add_object(target.view, target.seen, Item::Value(&document), &survey, target.file, &format!("document {d}"))
-        .map_err(|e| Failure::Object(Box::new((e, String::new()))))
+        .map_err(|e| Failure::Object(Box::new((e, String::new(), start))))
+}
+
+/// Adds the JSON item `text` (of a list, at `at` in the file), its error placed in its text.
+fn add_item(target: &mut Target<'_>, text: &str, survey: &Survey, at: Position, position: &str) -> Result<(), Failure> {
+    add_object(target.view, target.seen, Item::Json { text, at }, survey, target.file, position)
+        .map_err(|e| Failure::Object(Box::new((e.placed_in_item(text, at), String::new(), at))))
 }
 
 /// Reads a metrics API answer into the metric lists.
-fn add_metrics(target: &mut Target<'_>, document: &Value) -> Result<(), Failure> {
+fn add_metrics(target: &mut Target<'_>, document: &Value, start: Position) -> Result<(), Failure> {
     let d = target.document + 1;
     target.metrics.add(document).map(|_| ()).map_err(|message| {
         let kind = document.get("kind").and_then(Value::as_str).unwrap_or("?");
@@ -391,7 +417,7 @@ fn add_metrics(target: &mut Target<'_>, document: &Value) -> Result<(), Failure>
             field: "items".into(),
             message,
         };
-        Failure::Object(Box::new((error, String::new())))
+        Failure::Object(Box::new((error, String::new(), start)))
     })
 }
 
@@ -776,6 +802,36 @@ mod tests {
         let yaml = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nstatus:\n  allocatable:\n    memory: lots\n";
         let err = load_text(&mut ClusterView::default(), yaml, "dump.yaml").unwrap_err().to_string();
         assert!(err.starts_with("dump.yaml:11: document 2 (Node n2): field `status.allocatable.memory`"), "{err}");
+    }
+
+    #[test]
+    fn an_item_refused_is_placed_in_its_own_text_whatever_follows_it() {
+        let pods: Vec<Value> = (0..3)
+            .map(|i| serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("p{i}"), "namespace": "ns"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": if i == 1 { "-1" } else { "1" }}}}]}}))
+            .collect();
+        let list = serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "items": pods})).unwrap();
+        let cpu_line = list.lines().position(|l| l.contains("\"-1\"")).unwrap() as u64 + 1;
+        // A syntax error after the refused item: the file cannot be read again as a whole.
+        let text = format!("{list}\n{{\"kind\": \"List\", \"items\": [ oops");
+        let err = load_text(&mut ClusterView::default(), &text, "dump.json").unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "dump.json:{cpu_line}: items[1] (Pod ns/p1): field `spec.containers[0].resources.requests.cpu`"
+            )),
+            "{err}"
+        );
+        // A copy that differs, in a second document: at the line its item starts.
+        let changed = list.replace("\"-1\"", "\"2\"");
+        let first = list.replace("\"-1\"", "\"1\"");
+        let text = format!("{first}\n{changed}");
+        let lines: Vec<&str> = text.lines().collect();
+        let name_line = lines.iter().rposition(|l| l.contains("\"p1\"")).unwrap();
+        let item_line = lines[..name_line].iter().rposition(|l| l.trim() == "{").unwrap() + 1;
+        let err = load_text(&mut ClusterView::default(), &text, "dump.json").unwrap_err().to_string();
+        let expected = format!("dump.json:{item_line}: items[1] (Pod ns/p1): the same kind");
+        assert!(err.starts_with(&expected), "{err}\nexpected: {expected}");
     }
 
     #[test]
