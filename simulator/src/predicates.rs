@@ -459,7 +459,7 @@ impl ClusterSnapshot {
             return Err(Unfit::HostPorts);
         }
         // NodeResourcesFit
-        if node.requested.pods + 1 > node.allocatable.pods {
+        if node.requested.pods.saturating_add(1) > node.allocatable.pods {
             return Err(Unfit::TooManyPods);
         }
         if !pod.requests().fits(&node.requested, &node.allocatable) {

@@ -74,24 +74,28 @@ impl Resources {
         }
     }
 
+    /// Sums saturate: quantities are capped at `i64::MAX` when read (as Kubernetes caps
+    /// them), and two such requests (a hostile dump) must not wrap to a negative sum that
+    /// fits anywhere.
     pub fn add(&mut self, other: &Resources) {
-        self.cpu_millis += other.cpu_millis;
-        self.memory += other.memory;
-        self.ephemeral_storage += other.ephemeral_storage;
-        self.pods += other.pods;
+        self.cpu_millis = self.cpu_millis.saturating_add(other.cpu_millis);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_add(other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(other.pods);
         for (k, v) in &other.extended {
-            *self.extended.entry(k.clone()).or_insert(0) += v;
+            let e = self.extended.entry(k.clone()).or_insert(0);
+            *e = e.saturating_add(*v);
         }
     }
 
     pub fn sub(&mut self, other: &Resources) {
-        self.cpu_millis -= other.cpu_millis;
-        self.memory -= other.memory;
-        self.ephemeral_storage -= other.ephemeral_storage;
-        self.pods -= other.pods;
+        self.cpu_millis = self.cpu_millis.saturating_sub(other.cpu_millis);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(other.ephemeral_storage);
+        self.pods = self.pods.saturating_sub(other.pods);
         for (k, v) in &other.extended {
             let e = self.extended.entry(k.clone()).or_insert(0);
-            *e -= v;
+            *e = e.saturating_sub(*v);
             if *e == 0 {
                 self.extended.remove(k);
             }
@@ -115,7 +119,7 @@ impl Resources {
     pub fn insufficient(&self, used: &Resources, allocatable: &Resources) -> Vec<String> {
         let mut out = Vec::new();
         let mut check = |name: &str, want: i64| {
-            if want > 0 && used.get(name) + want > allocatable.get(name) {
+            if want > 0 && used.get(name).saturating_add(want) > allocatable.get(name) {
                 out.push(name.to_string());
             }
         };
@@ -130,7 +134,7 @@ impl Resources {
 
     /// Whether this request fits, without building the list of failures.
     pub fn fits(&self, used: &Resources, allocatable: &Resources) -> bool {
-        let ok = |want: i64, used: i64, alloc: i64| want <= 0 || used + want <= alloc;
+        let ok = |want: i64, used: i64, alloc: i64| want <= 0 || used.saturating_add(want) <= alloc;
         ok(self.cpu_millis, used.cpu_millis, allocatable.cpu_millis)
             && ok(self.memory, used.memory, allocatable.memory)
             && ok(self.ephemeral_storage, used.ephemeral_storage, allocatable.ephemeral_storage)
@@ -214,6 +218,21 @@ pub fn spec_requests(spec: Option<&PodSpec>) -> Resources {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sums_of_capped_quantities_saturate_and_never_fit() {
+        let huge = Resources { cpu_millis: i64::MAX, memory: i64::MAX, ..Default::default() };
+        let mut used = huge.clone();
+        used.add(&huge);
+        assert_eq!((used.cpu_millis, used.memory), (i64::MAX, i64::MAX), "no wrap to a negative sum");
+        let allocatable = Resources { cpu_millis: 4000, memory: 1 << 34, ..Default::default() };
+        assert!(!huge.fits(&used, &allocatable));
+        assert_eq!(huge.insufficient(&used, &allocatable), ["cpu", "memory"]);
+        used.sub(&huge);
+        used.sub(&huge);
+        used.sub(&huge);
+        assert_eq!(used.cpu_millis, i64::MIN, "no wrap the other way either");
+    }
+
     use super::*;
     use serde_json::json;
 

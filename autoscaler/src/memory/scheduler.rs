@@ -46,10 +46,10 @@ pub(super) struct SchedulerState {
 /// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
 fn least_allocated(node: &NodeInfo, pod: &PodInfo) -> i64 {
     let score = |allocatable: i64, used: i64| {
-        if allocatable <= 0 { 0 } else { (allocatable - used).max(0).saturating_mul(100) / allocatable }
+        if allocatable <= 0 { 0 } else { allocatable.saturating_sub(used).max(0).saturating_mul(100) / allocatable }
     };
-    let cpu = score(node.allocatable.cpu_millis, node.requested.cpu_millis + pod.requests().cpu_millis);
-    let memory = score(node.allocatable.memory, node.requested.memory + pod.requests().memory);
+    let cpu = score(node.allocatable.cpu_millis, node.requested.cpu_millis.saturating_add(pod.requests().cpu_millis));
+    let memory = score(node.allocatable.memory, node.requested.memory.saturating_add(pod.requests().memory));
     (cpu + memory) / 2
 }
 

@@ -19,7 +19,7 @@ pub fn node_delta(node: &NodeInfo, gpu_type: Option<&str>, gpu_resource: &str) -
         .map(|c| Resources::from_list_lossy(Some(c)))
         .unwrap_or_else(|| node.allocatable.clone());
     let mut delta = BTreeMap::new();
-    delta.insert(CPU.to_string(), (capacity.cpu_millis + 999) / 1000);
+    delta.insert(CPU.to_string(), capacity.cpu_millis.saturating_add(999) / 1000);
     delta.insert(MEMORY.to_string(), capacity.memory);
     if let Some(t) = gpu_type {
         let gpus = capacity.get(gpu_resource);
