@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use cloudprovider::objects::{self, ObjectError};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -50,11 +51,9 @@ fn at_line(line: &Option<u64>) -> String {
 }
 
 impl SnapshotError {
-    fn line(&self) -> Option<u64> {
-        match self {
-            SnapshotError::Object { line, .. } | SnapshotError::Duplicate { line, .. } => *line,
-            SnapshotError::Read { .. } | SnapshotError::Syntax { .. } => None,
-        }
+    /// An error about an object not yet placed at a line.
+    fn unplaced(&self) -> bool {
+        matches!(self, SnapshotError::Object { line: None, .. } | SnapshotError::Duplicate { line: None, .. })
     }
 
     /// `self` at `line` when it has none yet.
@@ -117,6 +116,13 @@ pub struct Seen {
 }
 
 impl Seen {
+    fn count_unknown_fields(&mut self, file: &str, kind: &str, paths: Vec<String>) {
+        for path in paths {
+            let key = (file.to_string(), kind.to_string(), objects::path_pattern(&path));
+            *self.unknown_fields.entry(key).or_default() += 1;
+        }
+    }
+
     /// Every warning: the identical copies, then one line per unknown field with its count.
     pub fn all_warnings(&self) -> Vec<String> {
         let mut out = self.warnings.clone();
@@ -187,17 +193,31 @@ fn load_json<R: Read>(
     text_again: impl Fn() -> Option<String>,
 ) -> Result<(), SnapshotError> {
     let mut scanner = Scanner::new(input);
-    let mut target = Target { view, metrics, seen, file, document: 0 };
+    std::thread::scope(|scope| {
+        let pods = PodParser::start(scope, file, std::mem::take(&mut seen.interner));
+        let mut target = Target { view, metrics, seen: &mut *seen, file, document: 0, pods };
+        let read = read_documents(&mut scanner, &mut target, text_again);
+        let pods = target.pods;
+        seen.interner = pods.stop();
+        read
+    })
+}
+
+fn read_documents<R: Read>(
+    scanner: &mut Scanner<R>,
+    target: &mut Target<'_, '_>,
+    text_again: impl Fn() -> Option<String>,
+) -> Result<(), SnapshotError> {
     loop {
-        match read_document(&mut scanner, &mut target) {
+        match read_document(scanner, target) {
             Ok(true) => target.document += 1,
             Ok(false) => return Ok(()),
             Err(Failure::Unplaced(error)) => return Err(*error),
             Err(Failure::Object(failure)) => {
                 let (error, item_path, start) = *failure;
-                let error = match text_again() {
-                    Some(text) if error.line().is_none() => error.placed(&text, target.document, &item_path),
-                    _ => error,
+                let error = match error.unplaced().then(&text_again).flatten() {
+                    Some(text) => error.placed(&text, target.document, &item_path),
+                    None => error,
                 };
                 return Err(error.or_at_line(start.line));
             }
@@ -205,14 +225,175 @@ fn load_json<R: Read>(
     }
 }
 
+/// The pods of JSON lists, parsed and converted (`PodInfo::interned`) on a second thread while
+/// the scanner reads on: parsing is most of reading a large dump (a pod is 5–7 KB of JSON),
+/// and the scanner's pass most of the rest. The thread holds the interner meanwhile, and its
+/// pods' short-lived parts are freed where they were made. It hands its pods back in order, so
+/// the pods, their shared shapes and the first error are those of reading one item at a time.
+struct PodParser<'scope> {
+    to_parser: SyncSender<Vec<QueuedPod>>,
+    parsed: Receiver<Vec<Result<ParsedPod, Failure>>>,
+    parser: std::thread::ScopedJoinHandle<'scope, PodInterner>,
+    batch: Vec<QueuedPod>,
+    /// Batches sent and not yet received back.
+    in_flight: usize,
+    /// A pod was refused: the pods after it are not read.
+    refused: bool,
+}
+
+/// A pod item copied out of the scanner's buffer, with where it was read.
+struct QueuedPod {
+    text: String,
+    at: Position,
+    described: String,
+}
+
+struct ParsedPod {
+    pod: Arc<PodInfo>,
+    unknown_fields: Vec<String>,
+}
+
+impl<'scope> PodParser<'scope> {
+    /// Pods sent to the parser thread at a time: a channel's cost per message is small against
+    /// that of parsing a batch.
+    const BATCH: usize = 128;
+    /// Batches in flight at most; so neither channel, bounded to it, ever blocks its sender
+    /// for good, and at most this many batches of parsed pods wait to be added.
+    const IN_FLIGHT: usize = 4;
+
+    fn start(scope: &'scope std::thread::Scope<'scope, '_>, file: &'scope str, mut interner: PodInterner) -> Self {
+        let (to_parser, queued) = sync_channel::<Vec<QueuedPod>>(Self::IN_FLIGHT);
+        let (done, parsed) = sync_channel(Self::IN_FLIGHT);
+        let parser = scope.spawn(move || {
+            for batch in queued {
+                let results = batch.into_iter().map(|queued| queued.parse(file, &mut interner)).collect();
+                if done.send(results).is_err() {
+                    break;
+                }
+            }
+            interner
+        });
+        let batch = Vec::with_capacity(Self::BATCH);
+        PodParser { to_parser, parsed, parser, batch, in_flight: 0, refused: false }
+    }
+
+    /// Ends the parser thread (what it still had to parse is dropped) and takes its interner
+    /// back: a fresh one if the thread failed, which has then been reported.
+    fn stop(self) -> PodInterner {
+        let PodParser { to_parser, parsed, parser, .. } = self;
+        drop((to_parser, parsed));
+        parser.join().unwrap_or_default()
+    }
+
+    /// Queues a pod item; adds the pods parsed by now. An error is that of the first refused
+    /// pod, which was read before this one.
+    fn queue(&mut self, pod: QueuedPod, mut target: Added<'_>) -> Result<(), Failure> {
+        self.batch.push(pod);
+        if self.batch.len() < Self::BATCH {
+            return Ok(());
+        }
+        if self.in_flight == Self::IN_FLIGHT {
+            self.receive(target.reborrow())?;
+        }
+        self.send()?;
+        while let Ok(results) = self.parsed.try_recv() {
+            self.add(results, target.reborrow())?;
+        }
+        Ok(())
+    }
+
+    /// Adds every pod queued so far (none once one was refused: that error was the first).
+    fn finish(&mut self, mut target: Added<'_>) -> Result<(), Failure> {
+        if self.refused {
+            return Ok(());
+        }
+        if !self.batch.is_empty() {
+            self.send()?;
+        }
+        while self.in_flight > 0 {
+            self.receive(target.reborrow())?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> Result<(), Failure> {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH));
+        self.to_parser.send(batch).map_err(|_| parser_stopped())?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn receive(&mut self, target: Added<'_>) -> Result<(), Failure> {
+        let results = self.parsed.recv().map_err(|_| parser_stopped())?;
+        self.add(results, target)
+    }
+
+    /// Adds a batch of parsed pods, up to the first refused one.
+    fn add(&mut self, results: Vec<Result<ParsedPod, Failure>>, target: Added<'_>) -> Result<(), Failure> {
+        self.in_flight -= 1;
+        for result in results {
+            let ParsedPod { pod, unknown_fields } = result.inspect_err(|_| self.refused = true)?;
+            target.seen.count_unknown_fields(target.file, "Pod", unknown_fields);
+            target.view.pods.push(pod);
+        }
+        Ok(())
+    }
+}
+
+/// Where parsed pods go.
+struct Added<'t> {
+    view: &'t mut ClusterView,
+    seen: &'t mut Seen,
+    file: &'t str,
+}
+
+impl Added<'_> {
+    fn reborrow(&mut self) -> Added<'_> {
+        Added { view: self.view, seen: self.seen, file: self.file }
+    }
+}
+
+/// The parser thread ended early: only a bug in it (a panic) does that.
+fn parser_stopped() -> Failure {
+    let message = "internal error: the pod parser thread stopped".to_string();
+    Failure::Unplaced(Box::new(SnapshotError::Syntax { file: String::new(), message }))
+}
+
+impl QueuedPod {
+    fn parse(self, file: &str, interner: &mut PodInterner) -> Result<ParsedPod, Failure> {
+        let item = Item::Json { text: &self.text, at: self.at };
+        match parse_pod(item, file, &self.described) {
+            Ok((pod, unknown_fields)) => {
+                Ok(ParsedPod { pod: Arc::new(PodInfo::interned(pod, interner)), unknown_fields })
+            }
+            Err(e) => Err(Failure::Object(Box::new((e.placed_in_item(&self.text, self.at), String::new(), self.at)))),
+        }
+    }
+}
+
 /// Where the objects of a JSON document go.
-struct Target<'a> {
+struct Target<'a, 's> {
     view: &'a mut ClusterView,
     metrics: &'a mut MetricLists,
     seen: &'a mut Seen,
     file: &'a str,
     /// The document being read, from 0.
     document: usize,
+    pods: PodParser<'s>,
+}
+
+impl<'s> Target<'_, 's> {
+    fn added(&mut self) -> (&mut PodParser<'s>, Added<'_>) {
+        (&mut self.pods, Added { view: self.view, seen: self.seen, file: self.file })
+    }
+
+    /// Adds the pods queued so far, then returns `result`: an error of theirs comes first,
+    /// being read before anything `result` is about.
+    fn after_queued_pods<T>(&mut self, result: Result<T, Failure>) -> Result<T, Failure> {
+        let (pods, added) = self.added();
+        pods.finish(added)?;
+        result
+    }
 }
 
 /// Why a JSON document was refused: bad text, or an object refused. A list item's error is
@@ -224,7 +405,7 @@ enum Failure {
     Object(Box<(SnapshotError, String, Position)>),
 }
 
-impl Target<'_> {
+impl Target<'_, '_> {
     fn scan_error(&self, error: ScanError) -> Failure {
         Failure::Unplaced(Box::new(match error {
             ScanError::Io(source) => SnapshotError::Read { file: self.file.into(), source },
@@ -250,7 +431,7 @@ fn json_syntax_error(file: &str, error: &serde_json::Error, at: Position) -> Sna
 }
 
 /// Reads the next document: false at the end of the text.
-fn read_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'_>) -> Result<bool, Failure> {
+fn read_document<R: Read>(scanner: &mut Scanner<R>, target: &mut Target<'_, '_>) -> Result<bool, Failure> {
     match scanner.peek().map_err(|e| target.scan_error(e))? {
         None => Ok(false),
         Some(b'[') => {
@@ -295,7 +476,17 @@ struct Kept {
 /// items without kinds.
 fn read_items<R: Read>(
     scanner: &mut Scanner<R>,
-    target: &mut Target<'_>,
+    target: &mut Target<'_, '_>,
+    kept: Option<&mut Vec<Kept>>,
+) -> Result<(), Failure> {
+    let read = read_items_queuing_pods(scanner, target, kept);
+    target.after_queued_pods(read)
+}
+
+/// [`read_items`], its pods queued to the parser thread.
+fn read_items_queuing_pods<R: Read>(
+    scanner: &mut Scanner<R>,
+    target: &mut Target<'_, '_>,
     mut kept: Option<&mut Vec<Kept>>,
 ) -> Result<(), Failure> {
     let d = target.document + 1;
@@ -334,13 +525,13 @@ fn read_items<R: Read>(
 /// metrics API answer, or one object.
 fn read_object_document<R: Read>(
     scanner: &mut Scanner<R>,
-    target: &mut Target<'_>,
+    target: &mut Target<'_, '_>,
     start: Position,
 ) -> Result<(), Failure> {
     let mut fields = serde_json::Map::new();
     let mut kept = Vec::new();
     let mut streamed = false;
-    let peek = |scanner: &mut Scanner<R>, target: &Target<'_>| scanner.peek().map_err(|e| target.scan_error(e));
+    let peek = |scanner: &mut Scanner<R>, target: &Target<'_, '_>| scanner.peek().map_err(|e| target.scan_error(e));
     if peek(scanner, target)? != Some(b'}') {
         loop {
             match peek(scanner, target)? {
@@ -384,10 +575,10 @@ fn read_object_document<R: Read>(
         return add_metrics(target, &Value::Object(fields), start);
     }
     if streamed {
-        for Kept { index, text, survey, at } in kept {
-            add_item(target, &text, &survey, at, &format!("items[{index}]"))?;
-        }
-        return Ok(());
+        let added = kept.into_iter().try_for_each(|Kept { index, text, survey, at }| {
+            add_item(target, &text, &survey, at, &format!("items[{index}]"))
+        });
+        return target.after_queued_pods(added);
     }
     let document = Value::Object(fields);
     if metrics_kind {
@@ -399,14 +590,27 @@ fn read_object_document<R: Read>(
         .map_err(|e| Failure::Object(Box::new((e, String::new(), start))))
 }
 
-/// Adds the JSON item `text` (of a list, at `at` in the file), its error placed in its text.
-fn add_item(target: &mut Target<'_>, text: &str, survey: &Survey, at: Position, position: &str) -> Result<(), Failure> {
-    add_object(target.view, target.seen, Item::Json { text, at }, survey, target.file, position)
-        .map_err(|e| Failure::Object(Box::new((e.placed_in_item(text, at), String::new(), at))))
+/// Adds the JSON item `text` (of a list, at `at` in the file), its error placed in its text. A
+/// pod is queued to the parser thread.
+fn add_item(
+    target: &mut Target<'_, '_>,
+    text: &str,
+    survey: &Survey,
+    at: Position,
+    position: &str,
+) -> Result<(), Failure> {
+    let placed = |e: SnapshotError| Failure::Object(Box::new((e.placed_in_item(text, at), String::new(), at)));
+    if (survey_group(survey), survey_kind(survey)) != ("", "Pod") {
+        return add_object(target.view, target.seen, Item::Json { text, at }, survey, target.file, position)
+            .map_err(placed);
+    }
+    let Some(described) = admit(target.seen, survey, target.file, position).map_err(placed)? else { return Ok(()) };
+    let (pods, added) = target.added();
+    pods.queue(QueuedPod { text: text.to_string(), at, described }, added)
 }
 
 /// Reads a metrics API answer into the metric lists.
-fn add_metrics(target: &mut Target<'_>, document: &Value, start: Position) -> Result<(), Failure> {
+fn add_metrics(target: &mut Target<'_, '_>, document: &Value, start: Position) -> Result<(), Failure> {
     let d = target.document + 1;
     target.metrics.add(document).map(|_| ()).map_err(|message| {
         let kind = document.get("kind").and_then(Value::as_str).unwrap_or("?");
@@ -529,6 +733,18 @@ fn typed_owned<T: DeserializeOwned + kube::Resource + Any>(
     file: &str,
     described: &str,
 ) -> Result<T, SnapshotError> {
+    let (object, unknown_fields) = parse_object(item, file, described)?;
+    seen.count_unknown_fields(file, survey_kind(survey), unknown_fields);
+    Ok(object)
+}
+
+/// Parses and trims `item` as a `T`, with the paths of the fields `T` does not know. Touches
+/// nothing else: pods are parsed on a thread of their own (`PodParser`).
+fn parse_object<T: DeserializeOwned + kube::Resource + Any>(
+    item: Item<'_>,
+    file: &str,
+    described: &str,
+) -> Result<(T, Vec<String>), SnapshotError> {
     let error = |e: ObjectError| object_error(file, described, e);
     let refused = |e: &serde_json::Error, refusal: Option<ObjectError>| {
         // Only a refused object is read again, to find the path of the field at fault.
@@ -552,27 +768,27 @@ fn typed_owned<T: DeserializeOwned + kube::Resource + Any>(
             Err(e) => return Err(refused(&e, objects::refusal::<T, _>(lean::skipping(value)))),
         },
     };
-    let kind = survey.kind.as_deref().unwrap_or("");
-    for path in read.unknown_fields {
-        let key = (file.to_string(), kind.to_string(), objects::path_pattern(&path));
-        *seen.unknown_fields.entry(key).or_default() += 1;
-    }
     crate::core::compact::compact(&mut read.object);
-    Ok(read.object)
+    Ok((read.object, read.unknown_fields))
+}
+
+/// A pod, parsed and checked.
+fn parse_pod(item: Item<'_>, file: &str, described: &str) -> Result<(Pod, Vec<String>), SnapshotError> {
+    let (pod, unknown_fields) = parse_object::<Pod>(item, file, described)?;
+    match refused_in_pod_spec("spec", pod.spec.as_ref()) {
+        Some(e) => Err(object_error(file, described, e)),
+        None => Ok((pod, unknown_fields)),
+    }
 }
 
 fn object_error(file: &str, described: &str, e: ObjectError) -> SnapshotError {
     SnapshotError::Object { file: file.into(), line: None, item: described.into(), field: e.path, message: e.message }
 }
 
-fn add_object(
-    view: &mut ClusterView,
-    seen: &mut Seen,
-    item: Item<'_>,
-    survey: &Survey,
-    file: &str,
-    position: &str,
-) -> Result<(), SnapshotError> {
+/// Whether the object `survey` describes is read: refused when it is no object or differs
+/// from an earlier copy; `None` (with a warning) for an identical copy, read once. Otherwise
+/// how errors about it describe it.
+fn admit(seen: &mut Seen, survey: &Survey, file: &str, position: &str) -> Result<Option<String>, SnapshotError> {
     if !survey.is_object {
         return Err(SnapshotError::Object {
             file: file.into(),
@@ -582,18 +798,20 @@ fn add_object(
             message: "expected a Kubernetes object".into(),
         });
     }
-    let kind = survey.kind.as_deref().unwrap_or("");
-    let api_version = survey.api_version.as_deref().unwrap_or("");
     let described = describe(survey, position);
-    let group = api_version.split_once('/').map_or("", |(g, _)| g);
     let name = survey.name.as_deref().unwrap_or("");
     if !name.is_empty() {
         let namespace = survey.namespace.as_deref().unwrap_or("");
-        let key = (group.to_string(), kind.to_string(), namespace.to_string(), name.to_string());
+        let key = (
+            survey_group(survey).to_string(),
+            survey_kind(survey).to_string(),
+            namespace.to_string(),
+            name.to_string(),
+        );
         match seen.objects.get(&key) {
             Some((first, copy)) if *copy == survey.fingerprint => {
                 seen.warnings.push(format!("{file}: {described}: the same object as {first}; read once"));
-                return Ok(());
+                return Ok(None);
             }
             Some((first, _)) => {
                 let first = first.clone();
@@ -604,6 +822,29 @@ fn add_object(
             }
         }
     }
+    Ok(Some(described))
+}
+
+fn survey_kind(survey: &Survey) -> &str {
+    survey.kind.as_deref().unwrap_or("")
+}
+
+/// The API group of the object's `apiVersion` (empty for the core group).
+fn survey_group(survey: &Survey) -> &str {
+    survey.api_version.as_deref().unwrap_or("").split_once('/').map_or("", |(g, _)| g)
+}
+
+fn add_object(
+    view: &mut ClusterView,
+    seen: &mut Seen,
+    item: Item<'_>,
+    survey: &Survey,
+    file: &str,
+    position: &str,
+) -> Result<(), SnapshotError> {
+    let Some(described) = admit(seen, survey, file, position)? else { return Ok(()) };
+    let (group, kind) = (survey_group(survey), survey_kind(survey));
+    let api_version = survey.api_version.as_deref().unwrap_or("");
     let (s, i) = (&mut *seen, described.as_str());
     let checked = |check: Option<ObjectError>| check.map_or(Ok(()), |e| Err(object_error(file, i, e)));
     match (group, kind) {
@@ -615,8 +856,8 @@ fn add_object(
             view.nodes.push(node);
         }
         ("", "Pod") => {
-            let pod: Pod = typed_owned(item, survey, s, file, i)?;
-            checked(refused_in_pod_spec("spec", pod.spec.as_ref()))?;
+            let (pod, unknown_fields) = parse_pod(item, file, i)?;
+            s.count_unknown_fields(file, "Pod", unknown_fields);
             view.pods.push(Arc::new(PodInfo::interned(pod, &mut s.interner)));
         }
         ("", "PersistentVolumeClaim") => {
@@ -832,6 +1073,40 @@ mod tests {
         let err = load_text(&mut ClusterView::default(), &text, "dump.json").unwrap_err().to_string();
         let expected = format!("dump.json:{item_line}: items[1] (Pod ns/p1): the same kind");
         assert!(err.starts_with(&expected), "{err}\nexpected: {expected}");
+    }
+
+    #[test]
+    fn pods_parsed_on_the_parser_thread_come_in_order_and_the_first_error_wins() {
+        let pod = |i: usize, cpu: &str| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("p{i}"), "namespace": "ns"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}})
+        };
+        let list = |items: &[Value]| serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "items": items}));
+        let pods: Vec<Value> = (0..700).map(|i| pod(i, "1")).collect();
+        let mut view = ClusterView::default();
+        load_text(&mut view, &list(&pods).unwrap(), "dump.json").unwrap();
+        let keys: Vec<String> = view.pods.iter().map(|p| p.key.to_string()).collect();
+        assert_eq!(keys, (0..700).map(|i| format!("ns/p{i}")).collect::<Vec<_>>(), "in the order read");
+        assert!(view.pods.iter().all(|p| Arc::ptr_eq(&p.shape, &view.pods[0].shape)), "one interner");
+
+        // A refused pod, then a copy of another with other contents, then bad text: the
+        // refused pod is the first error, as read one at a time.
+        let mut bad = pods.clone();
+        bad[300] = pod(300, "-1");
+        bad[500] = pod(10, "2");
+        bad[650] = pod(650, "-2");
+        let text = list(&bad).unwrap();
+        let cpu_line = text.lines().position(|l| l.contains("\"-1\"")).unwrap() + 1;
+        let err = load_text(&mut ClusterView::default(), &format!("{text}\n[ oops"), "dump.json").unwrap_err();
+        assert!(err.to_string().starts_with(&format!("dump.json:{cpu_line}: items[300] (Pod ns/p300)")), "{err}");
+        (bad[300], bad[650]) = (pod(300, "1"), pod(650, "1"));
+        let err = load_text(&mut ClusterView::default(), &format!("{}\n[ oops", list(&bad).unwrap()), "dump.json");
+        let err = err.unwrap_err().to_string();
+        assert!(err.contains("items[500] (Pod ns/p10): the same kind, namespace and name as"), "{err}");
+        bad[500] = pod(500, "1");
+        let err = load_text(&mut ClusterView::default(), &format!("{}\n[ oops", list(&bad).unwrap()), "dump.json");
+        assert!(matches!(err, Err(SnapshotError::Syntax { .. })), "{err:?}");
     }
 
     #[test]
