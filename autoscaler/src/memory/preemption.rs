@@ -29,6 +29,11 @@ impl MemoryCluster {
         if spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never") {
             return;
         }
+        // No placed pod has a lower priority: no node has a victim (most clusters run every
+        // pod at one priority, and this spares reading every pod for each pending one).
+        if pod.priority <= self.lowest_placed_priority() {
+            return;
+        }
         let nominated = stored.status.as_ref().and_then(|s| s.nominated_node_name.clone());
         if let Some(node) = &nominated {
             let victims_leaving = self.pods_by_node.get(node).into_iter().flatten().any(|k| {

@@ -41,6 +41,11 @@ pub(super) struct SchedulerState {
     pub new_pending: BTreeSet<ObjectKey>,
     /// Capacity or nodes changed: every pending pod gets another try.
     pub retry_all: bool,
+    /// No pod placed in the snapshot has a lower priority than this (a lower bound: pods that
+    /// left are not taken out), so a pending pod at or below it has nothing to preempt and the
+    /// search over every node's pods is skipped. Found once per pass when first needed, lowered
+    /// as pods are bound; `None` when it has to be found again.
+    lowest_priority: Option<i32>,
 }
 
 /// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
@@ -102,9 +107,13 @@ impl MemoryCluster {
         }
         if let Some(node) = now_in
             && (was_in != now_in || info_changed)
-            && let Err(error) = self.scheduler.snapshot.add_pod(info.clone(), node)
         {
-            tracing::warn!(pod = %key, %error, "pod could not be placed in the scheduler's snapshot");
+            if let Some(lowest) = &mut self.scheduler.lowest_priority {
+                *lowest = (*lowest).min(info.priority);
+            }
+            if let Err(error) = self.scheduler.snapshot.add_pod(info.clone(), node) {
+                tracing::warn!(pod = %key, %error, "pod could not be placed in the scheduler's snapshot");
+            }
         }
         if waiting_for_scheduler(new) {
             self.scheduler.waiting.insert(key.clone());
@@ -150,6 +159,7 @@ impl MemoryCluster {
             }
             None => self.snapshot_pods_of(name),
         };
+        self.scheduler.lowest_priority = None;
         let mut info = NodeInfo::new(node);
         info.pods = pods;
         if let Err(error) = self.scheduler.snapshot.add_node_info(info) {
@@ -193,6 +203,7 @@ impl MemoryCluster {
         }
         self.scheduler.snapshot = snapshot;
         self.scheduler.garbage = 0;
+        self.scheduler.lowest_priority = None;
     }
 
     /// One scheduling pass, when something changed since the last one.
@@ -201,6 +212,7 @@ impl MemoryCluster {
         if !state.retry_all && state.new_pending.is_empty() {
             return;
         }
+        state.lowest_priority = None;
         let keys: Vec<ObjectKey> = if std::mem::take(&mut state.retry_all) {
             state.new_pending.clear();
             state.waiting.iter().cloned().collect()
@@ -239,6 +251,14 @@ impl MemoryCluster {
             }
             queue = retry;
         }
+    }
+
+    /// A priority no pod placed in the snapshot is below (see `SchedulerState::lowest_priority`).
+    pub(super) fn lowest_placed_priority(&mut self) -> i32 {
+        let snapshot = &self.scheduler.snapshot;
+        *self.scheduler.lowest_priority.get_or_insert_with(|| {
+            snapshot.nodes().flat_map(|(_, node)| &node.pods).map(|p| p.priority).min().unwrap_or(i32::MAX)
+        })
     }
 
     /// The best node for the pod, or kube-scheduler's message saying why none fits.

@@ -217,6 +217,47 @@ fn preemption_evicts_lower_priority_pods_to_make_room() {
 }
 
 #[test]
+fn a_pod_retried_in_a_pass_preempts_a_lower_priority_pod_bound_earlier_in_that_pass() {
+    // `important` fails first for its affinity (no `anchor` yet) with nothing below its
+    // priority placed; `anchor` and then `filler` (priority -5) are bound in the same pass;
+    // retried, `important` fits only by preempting `filler`, bound after the pass first asked
+    // which priorities were placed.
+    let mut c = cluster();
+    c.apply(node("n1", "3", "8Gi")).unwrap();
+    let mut important = created_at(pending_pod("important", "2", "1Gi"), 1);
+    important.spec.as_mut().unwrap().affinity = Some(
+        serde_json::from_value(serde_json::json!({
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "anchor"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]}
+        }))
+        .unwrap(),
+    );
+    c.apply(important).unwrap();
+    c.apply(created_at(pending_pod("anchor", "1", "1Gi"), 2)).unwrap();
+    c.apply(with_priority(created_at(pending_pod("filler", "1", "1Gi"), 3), -5)).unwrap();
+    c.advance(t(4));
+    assert_eq!(node_of(&c, "default", "anchor").as_deref(), Some("n1"));
+    let important = c.pod("default", "important").unwrap();
+    assert_eq!(important.status.as_ref().unwrap().nominated_node_name.as_deref(), Some("n1"));
+    assert!(c.pod("default", "filler").unwrap().metadata.deletion_timestamp.is_some(), "filler is the victim");
+}
+
+#[test]
+fn pods_of_one_priority_never_preempt_each_other() {
+    let mut c = cluster();
+    c.apply(node("n1", "1", "8Gi")).unwrap();
+    c.apply(pending_pod("first", "1", "1Gi")).unwrap();
+    c.advance(t(1));
+    c.apply(pending_pod("second", "1", "1Gi")).unwrap();
+    c.advance(t(2));
+    assert!(c.pod("default", "first").unwrap().metadata.deletion_timestamp.is_none());
+    let second = c.pod("default", "second").unwrap();
+    assert_eq!(second.status.as_ref().unwrap().nominated_node_name, None);
+    assert_eq!(scheduled_condition(&c, "default", "second").unwrap().1, "Unschedulable");
+}
+
+#[test]
 fn pods_with_preemption_policy_never_do_not_preempt() {
     let mut c = cluster();
     c.apply(node("n1", "1", "8Gi")).unwrap();
