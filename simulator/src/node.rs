@@ -20,6 +20,56 @@ pub struct NodeInfo {
     /// Marked for removal in a scale-down simulation: behaves as if it carried the
     /// `ToBeDeletedByClusterAutoscaler:NoSchedule` taint, so nothing new lands on it.
     pub to_be_deleted: bool,
+    /// Sums kept with the pods placed through the snapshot, so that the node's utilization
+    /// (scale-down asks it of every node on every iteration) needs no pass over its pods.
+    pub(crate) sums: PodSums,
+}
+
+/// What a node's DaemonSet and mirror pods request and how many of its pods are terminating,
+/// kept as pods are placed and taken (`push_pod`, `insert_pod`, `take_pod`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PodSums {
+    /// How many pods these sums cover: fewer than `pods` when pods were pushed on the list
+    /// directly, and then the sums are not used.
+    pub pods: usize,
+    pub daemonset: Resources,
+    pub mirror: Resources,
+    /// Pods that are both (their requests are in `daemonset` and in `mirror`).
+    pub daemonset_and_mirror: Resources,
+    pub terminating: usize,
+    /// A pod's request of some resource was outside `0..2^40`: sums of such requests could
+    /// saturate and then no longer be exact, so the sums are not used until the node is
+    /// accounted afresh.
+    pub inexact: bool,
+}
+
+/// Requests below this (1 TiB of memory, about 10^12 millicores) summed over up to 2^22 pods
+/// stay inside `i64`, so their sums are exact.
+const EXACT_REQUEST_LIMIT: i64 = 1 << 40;
+
+impl PodSums {
+    fn apply(&mut self, pod: &PodInfo, add: bool) {
+        let change = |sum: &mut Resources| if add { sum.add(pod.requests()) } else { sum.sub(pod.requests()) };
+        if pod.daemonset {
+            change(&mut self.daemonset);
+        }
+        if pod.mirror {
+            change(&mut self.mirror);
+        }
+        if pod.daemonset && pod.mirror {
+            change(&mut self.daemonset_and_mirror);
+        }
+        let step = |n: usize| if add { n.saturating_add(1) } else { n.saturating_sub(1) };
+        if pod.terminating {
+            self.terminating = step(self.terminating);
+        }
+        self.pods = step(self.pods);
+        let r = pod.requests();
+        let exact = |v: &i64| (0..EXACT_REQUEST_LIMIT).contains(v);
+        if ![r.cpu_millis, r.memory, r.ephemeral_storage, r.pods].iter().all(exact) || !r.extended.values().all(exact) {
+            self.inexact = true;
+        }
+    }
 }
 
 impl NodeInfo {
@@ -39,6 +89,7 @@ impl NodeInfo {
             pods: Vec::new(),
             used_ports: Vec::new(),
             to_be_deleted: false,
+            sums: PodSums::default(),
         }
     }
 
@@ -64,12 +115,14 @@ impl NodeInfo {
 
     pub(crate) fn push_pod(&mut self, pod: Arc<PodInfo>) {
         self.requested.add(pod.requests());
+        self.sums.apply(&pod, true);
         self.used_ports.extend(pod.shape.host_ports.iter().cloned());
         self.pods.push(pod);
     }
 
     pub(crate) fn insert_pod(&mut self, position: usize, pod: Arc<PodInfo>) {
         self.requested.add(pod.requests());
+        self.sums.apply(&pod, true);
         self.used_ports.extend(pod.shape.host_ports.iter().cloned());
         self.pods.insert(position, pod);
     }
@@ -77,12 +130,21 @@ impl NodeInfo {
     pub(crate) fn take_pod(&mut self, position: usize) -> Arc<PodInfo> {
         let pod = self.pods.remove(position);
         self.requested.sub(pod.requests());
+        self.sums.apply(&pod, false);
         for hp in &pod.shape.host_ports {
             if let Some(i) = self.used_ports.iter().position(|u| u == hp) {
                 self.used_ports.swap_remove(i);
             }
         }
         pod
+    }
+
+    /// Takes the pods out with everything summed over them, to place them again one by one.
+    pub(crate) fn take_pods(&mut self) -> Vec<Arc<PodInfo>> {
+        self.requested = Resources::default();
+        self.used_ports.clear();
+        self.sums = PodSums::default();
+        std::mem::take(&mut self.pods)
     }
 
     /// Free resources: allocatable minus what the placed pods request.

@@ -323,9 +323,7 @@ impl ClusterSnapshot {
         if self.by_name.contains_key(&info.name) {
             return Err(SnapshotError::DuplicateNode(info.name.to_string()));
         }
-        let pods = std::mem::take(&mut info.pods);
-        info.requested = Default::default();
-        info.used_ports.clear();
+        let pods = info.take_pods();
         let id = NodeId(u32::try_from(self.nodes.len()).map_err(|_| SnapshotError::TooManyNodes)?);
         self.by_name.insert(info.name.clone(), id);
         self.index.node_added(&info);
@@ -340,9 +338,7 @@ impl ClusterSnapshot {
     }
 
     fn restore_node(&mut self, id: NodeId, mut info: NodeInfo) {
-        let pods = std::mem::take(&mut info.pods);
-        info.requested = Default::default();
-        info.used_ports.clear();
+        let pods = info.take_pods();
         self.by_name.insert(info.name.clone(), id);
         self.index.node_added(&info);
         self.nodes[id.index()] = Some(info);
