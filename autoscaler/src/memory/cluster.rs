@@ -92,6 +92,8 @@ pub struct MemoryCluster {
     pub(super) pods_by_owner: HashMap<String, BTreeMap<ObjectKey, Arc<Pod>>>,
     /// The pods `core::decide::is_unschedulable` holds for, so readers find them without a scan.
     pub(super) unschedulable: BTreeSet<ObjectKey>,
+    /// Counts the changes of `unschedulable`: a reader that saw this count has seen the set.
+    pub(super) unschedulable_changes: u64,
     /// (namespace, label key, label value) → pods, so PDBs find their pods without a scan.
     pub(super) pods_by_label: HashMap<(String, String, String), BTreeSet<ObjectKey>>,
     pub(super) deployments: Kind<Deployment>,
@@ -149,6 +151,7 @@ impl MemoryCluster {
             pods_by_node: HashMap::default(),
             pods_by_owner: HashMap::default(),
             unschedulable: BTreeSet::new(),
+            unschedulable_changes: 0,
             pods_by_label: HashMap::default(),
             deployments: Kind::default(),
             replicasets: Kind::default(),
@@ -355,6 +358,12 @@ impl MemoryCluster {
     /// namespace / name order.
     pub fn unschedulable_pods_now(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<Pod>)> {
         self.unschedulable.iter().filter_map(|key| self.pods.get(key).map(|pod| (key, pod)))
+    }
+
+    /// How many times the set of `unschedulable_pods_now` has changed: the same count means
+    /// the same pods.
+    pub fn unschedulable_changes(&self) -> u64 {
+        self.unschedulable_changes
     }
 
     /// The pods of a namespace that `selector` selects, in name order (as a scan of

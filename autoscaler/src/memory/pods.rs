@@ -179,11 +179,12 @@ impl MemoryCluster {
         if is_recently_unschedulable(&info, now) {
             self.unschedulable_pods.record(now, info.created());
         }
-        if crate::core::decide::is_unschedulable(&info) {
-            self.unschedulable.insert(key.clone());
+        let changed = if crate::core::decide::is_unschedulable(&info) {
+            !self.unschedulable.contains(&key) && self.unschedulable.insert(key.clone())
         } else {
-            self.unschedulable.remove(&key);
-        }
+            self.unschedulable.remove(&key)
+        };
+        self.unschedulable_changes += u64::from(changed);
         let pod = Arc::new(pod);
         let old = self.pods.insert(key.clone(), pod.clone());
         self.pod_infos.insert(key.clone(), info.clone());
@@ -251,7 +252,7 @@ impl MemoryCluster {
     /// Removes a pod at once (it is gone from the API).
     pub(super) fn remove_pod(&mut self, key: &ObjectKey) -> Option<Arc<Pod>> {
         let pod = self.pods.remove(key)?;
-        self.unschedulable.remove(key);
+        self.unschedulable_changes += u64::from(self.unschedulable.remove(key));
         let info = self.pod_infos.remove(key);
         if let Some(node) = bound_node(&pod)
             && let Some(keys) = self.pods_by_node.get_mut(node)

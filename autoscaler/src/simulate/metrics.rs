@@ -189,6 +189,8 @@ pub struct Metrics {
     /// floating-point seconds would depend on the order pods stop pending in.
     pending_by_workload: BTreeMap<String, (usize, i128)>,
     pending_peak: usize,
+    /// `MemoryCluster::unschedulable_changes` at the last pass over the pending pods.
+    pending_changes_seen: Option<u64>,
     pod_autoscalers: Vec<PodAutoscalerSeries>,
     kept: BTreeMap<String, KeptNode>,
     last_loop: Option<Timestamp>,
@@ -233,6 +235,7 @@ impl Metrics {
             pending_durations: Vec::new(),
             pending_by_workload: BTreeMap::new(),
             pending_peak: 0,
+            pending_changes_seen: None,
             pod_autoscalers: Vec::new(),
             kept: BTreeMap::new(),
             last_loop: None,
@@ -287,6 +290,12 @@ impl Metrics {
     /// when fewer were seen than are tracked.
     fn track_pending(&mut self, now: Timestamp, cluster: &MemoryCluster) {
         self.steps += 1;
+        // The same pods pending as at the last pass: every one tracked is still pending, none
+        // is new (thousands wait through many steps while their nodes start).
+        let changes = cluster.unschedulable_changes();
+        if self.pending_changes_seen.replace(changes) == Some(changes) {
+            return;
+        }
         let step = self.steps;
         let mut seen = 0;
         for (key, pod) in cluster.unschedulable_pods_now() {

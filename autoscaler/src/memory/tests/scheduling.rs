@@ -258,6 +258,27 @@ fn pods_of_one_priority_never_preempt_each_other() {
 }
 
 #[test]
+fn the_count_of_changes_to_the_unschedulable_pods_moves_only_when_the_set_does() {
+    let mut c = cluster();
+    c.apply(node("n1", "1", "8Gi")).unwrap();
+    let start = c.unschedulable_changes();
+    c.apply(pending_pod("big", "2", "1Gi")).unwrap();
+    c.advance(t(1));
+    let marked = c.unschedulable_changes();
+    assert_eq!(marked, start + 1, "big became unschedulable");
+    c.apply(pending_pod("small", "1", "1Gi")).unwrap();
+    c.advance(t(2));
+    c.advance(t(3));
+    assert_eq!(node_of(&c, "default", "small").as_deref(), Some("n1"));
+    assert_eq!(c.unschedulable_changes(), marked, "binding and starting another pod changes nothing");
+    c.apply(node("n2", "4", "8Gi")).unwrap();
+    c.advance(t(4));
+    assert_eq!(node_of(&c, "default", "big").as_deref(), Some("n2"));
+    assert_eq!(c.unschedulable_changes(), marked + 1, "big was bound");
+    assert_eq!(c.unschedulable_pods_now().count(), 0);
+}
+
+#[test]
 fn pods_with_preemption_policy_never_do_not_preempt() {
     let mut c = cluster();
     c.apply(node("n1", "1", "8Gi")).unwrap();
