@@ -1,7 +1,8 @@
 //! Preemption, after kube-scheduler's DefaultPreemption, simplified: a pending pod that fits
 //! nowhere may evict pods of lower priority from one node to make room.
 //!
-//! - Pods with `preemptionPolicy: Never` never preempt.
+//! - Pods with `preemptionPolicy: Never` never preempt, and neither does a pod whose priority
+//!   no placed pod is below (nothing to preempt; the search over every node is skipped).
 //! - Per node: if the pod fits once every lower-priority pod (not already terminating) is gone,
 //!   those pods are added back highest priority first (then oldest) while the pod still fits;
 //!   the ones that cannot come back are the victims.
