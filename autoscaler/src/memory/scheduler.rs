@@ -266,7 +266,9 @@ impl MemoryCluster {
         let snapshot = &mut self.scheduler.snapshot;
         let prepared = snapshot.prepare(pod);
         let mut best: Option<(usize, Reverse<i64>, Arc<str>)> = None;
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
+        // same few reasons, and formatting each node's was a good part of a pass.
+        let mut unfits: rustc_hash::FxHashMap<simulator::Unfit, usize> = Default::default();
         let mut pre_filter: Option<String> = None;
         let mut total = 0;
         for (id, node) in snapshot.nodes() {
@@ -283,11 +285,13 @@ impl MemoryCluster {
                     }
                 }
                 Err(simulator::Unfit::PodVolumes(message)) => pre_filter = Some(message),
-                Err(unfit) => {
-                    for reason in unfit.reasons() {
-                        *reasons.entry(reason).or_insert(0) += 1;
-                    }
-                }
+                Err(unfit) => *unfits.entry(unfit).or_insert(0) += 1,
+            }
+        }
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for (unfit, count) in unfits {
+            for reason in unfit.reasons() {
+                *reasons.entry(reason).or_insert(0) += count;
             }
         }
         best.map(|(_, _, name)| name.to_string())

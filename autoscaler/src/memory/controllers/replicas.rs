@@ -109,6 +109,7 @@ impl MemoryCluster {
         let desired = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
         let uid = rs.metadata.uid.clone().unwrap_or_default();
         let mut active: Vec<Arc<Pod>> = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
+        let rescaled = active.len() != desired;
         if active.len() < desired {
             let template = spec.template.clone().unwrap_or_default();
             let owner = controller_ref("apps/v1", "ReplicaSet", &rs.metadata);
@@ -121,7 +122,11 @@ impl MemoryCluster {
             self.terminate_pods(&active[..active.len() - desired]);
         }
 
-        let active: Vec<Arc<Pod>> = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
+        // Read again only when this sync created or removed pods (most syncs follow a pod's
+        // status, and then the pods just read are the ones to count).
+        if rescaled {
+            active = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
+        }
         let count = i32::try_from(active.len()).unwrap_or(i32::MAX);
         let ready = i32::try_from(active.iter().filter(|p| is_ready(p)).count()).unwrap_or(i32::MAX);
         let status = ReplicaSetStatus {
