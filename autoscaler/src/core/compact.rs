@@ -24,9 +24,27 @@ pub fn compact<K: kube::Resource + Any>(object: &mut K) {
         compact_pod(pod);
     } else if let Some(node) = object.downcast_mut::<Node>() {
         compact_node(node);
+    } else if let Some(rs) = object.downcast_mut::<ReplicaSet>()
+        && owned_by_deployment(&rs.metadata)
+    {
+        // Only its replicas and owner are read (the drain rules, a pod autoscaler's status).
+        if let Some(spec) = rs.spec.as_mut() {
+            spec.template = None;
+        }
     } else if let Some(template) = pod_template(object) {
         compact_template(template);
     }
+}
+
+/// Whether a Deployment controls this object. A Deployment's ReplicaSets (the live one and
+/// the old ones it keeps for rollbacks, up to `revisionHistoryLimit`, 10 by default) each
+/// repeat a pod template, and no decision reads it: pods are anticipated from the template of
+/// a pod autoscaler's target, and an autoscaler that targets a Deployment's ReplicaSet
+/// directly is undone by the Deployment (it sets the ReplicaSet's replicas back), so no pods
+/// are anticipated for it (`podscaling`). On a cluster of 5,569 Deployments that was about
+/// 5 KB per ReplicaSet kept for nothing.
+fn owned_by_deployment(meta: &ObjectMeta) -> bool {
+    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.kind == "Deployment")
 }
 
 /// The pod template of a workload (the pod autoscalers' anticipated pods are made from it).
@@ -263,6 +281,23 @@ mod tests {
         compact(&mut deployment);
         let template = deployment.spec.unwrap().template.spec.unwrap();
         assert_eq!(template.containers[0].env, None, "workloads' pod templates are trimmed as pods are");
+        assert!(template.containers[0].resources.is_some());
+        let replicaset = |owner_kind: &str| -> ReplicaSet {
+            let mut rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web-5d8f", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": owner_kind, "name": "web", "uid": "u", "controller": true}]},
+                "spec": {"replicas": 3, "selector": {}, "template": {"spec": {"containers": [
+                    {"name": "app", "env": [{"name": "A"}], "resources": {"requests": {"cpu": "1"}}}
+                ]}}},
+            }))
+            .unwrap();
+            compact(&mut rs);
+            rs
+        };
+        let of_deployment = replicaset("Deployment").spec.unwrap();
+        assert_eq!((of_deployment.replicas, of_deployment.template), (Some(3), None), "a Deployment's ReplicaSet");
+        let template = replicaset("Other").spec.unwrap().template.unwrap().spec.unwrap();
+        assert_eq!(template.containers[0].env, None, "any other ReplicaSet keeps its template, trimmed");
         assert!(template.containers[0].resources.is_some());
         let mut node = Node {
             status: Some(NodeStatus { images: Some(vec![Default::default()]), ..Default::default() }),

@@ -77,26 +77,29 @@ impl Workload<'_> {
         let state = |spec_replicas: Option<i32>,
                      status_replicas: Option<i32>,
                      selector: &LabelSelector,
-                     template: &PodTemplateSpec| TargetState {
+                     template: Option<&PodTemplateSpec>| TargetState {
             target: target.clone(),
             spec_replicas: spec_replicas.unwrap_or(1),
             status_replicas: status_replicas.unwrap_or(0),
             selector: Some(Selector::from_label_selector(Some(selector))),
-            template: Some(template.clone()),
+            template: template.cloned(),
         };
         match self {
             Workload::Deployment(d) => {
                 let spec = d.spec.as_ref()?;
-                Some(state(spec.replicas, d.status.as_ref().and_then(|s| s.replicas), &spec.selector, &spec.template))
+                let status = d.status.as_ref().and_then(|s| s.replicas);
+                Some(state(spec.replicas, status, &spec.selector, Some(&spec.template)))
             }
             Workload::StatefulSet(d) => {
                 let spec = d.spec.as_ref()?;
-                Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), &spec.selector, &spec.template))
+                Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), &spec.selector, Some(&spec.template)))
             }
+            // A Deployment's ReplicaSet is kept without its template (`core::compact`): the
+            // Deployment sets its replicas back, so no pods are anticipated for it.
             Workload::ReplicaSet(d) => {
                 let spec = d.spec.as_ref()?;
-                let template = spec.template.clone().unwrap_or_default();
-                Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), &spec.selector, &template))
+                let status = d.status.as_ref().map(|s| s.replicas);
+                Some(state(spec.replicas, status, &spec.selector, spec.template.as_ref()))
             }
         }
     }
@@ -600,6 +603,44 @@ mod tests {
         }
         let selector = Selector::parse("app=web").unwrap();
         assert_eq!(by_namespace.selected("team", &selector).count(), 11, "the test selects something");
+    }
+
+    /// A Deployment's ReplicaSet is kept without its template, and a pod autoscaler aimed at
+    /// it anticipates no pods (the Deployment would set its replicas back); a ReplicaSet of its
+    /// own keeps its template and anticipates the pods of a scale-up.
+    #[test]
+    fn only_replicasets_of_their_own_anticipate_pods() {
+        let replicaset = |name: &str, owners: serde_json::Value| {
+            let mut rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "default", "ownerReferences": owners},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}}, "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}},
+                "status": {"replicas": 2},
+            }))
+            .unwrap();
+            crate::core::compact::compact(&mut rs);
+            Arc::new(rs)
+        };
+        let owner = serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+            "uid": "u", "controller": true}]);
+        let view = ClusterView {
+            replicasets: vec![replicaset("web-5d8f", owner), replicaset("batch", serde_json::json!([]))],
+            ..Default::default()
+        };
+        let anticipated = |name: &str| {
+            let target = ScaleTarget {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                namespace: "default".into(),
+                name: name.into(),
+            };
+            let state = target_from_view(&view, &target).expect("the ReplicaSet is in the view");
+            assert_eq!((state.spec_replicas, state.status_replicas), (2, 2));
+            anticipated_pods(&Rescale { target: state, to: 5 }, t(0)).len()
+        };
+        assert_eq!(anticipated("web-5d8f"), 0, "the Deployment's ReplicaSet");
+        assert_eq!(anticipated("batch"), 3, "a ReplicaSet of its own");
     }
 
     #[test]
