@@ -390,6 +390,8 @@ pub async fn run(args: RunArgs, providers: &ProviderRegistry) -> Result<(), RunE
                 _ = &mut shutdown => Stop::Shutdown,
                 synced = autoscaler.sync_pod_autoscalers() => Stop::Done(synced),
             };
+            // The sync read the metrics fetched for it; the next one fetches its own.
+            kube_metrics.release();
             let synced = match synced {
                 Stop::Done(synced) => synced,
                 Stop::LeaseLost => break Err(lost_lease()),
