@@ -27,12 +27,39 @@ pub fn compact<K: kube::Resource + Any>(object: &mut K) {
     } else if let Some(rs) = object.downcast_mut::<ReplicaSet>()
         && owned_by_deployment(&rs.metadata)
     {
-        // Only its replicas and owner are read (the drain rules, a pod autoscaler's status).
+        // Only its name, owner, replicas and selector are read (the drain rules, a pod
+        // autoscaler's status); labels and annotations repeat the Deployment's.
+        workload_meta(&mut rs.metadata);
+        rs.metadata.labels = None;
         if let Some(spec) = rs.spec.as_mut() {
             spec.template = None;
         }
+        if let Some(status) = rs.status.as_mut() {
+            status.conditions = None;
+        }
+    } else if let Some(deployment) = object.downcast_mut::<Deployment>() {
+        // Its replicas, selector and template are read (a pod autoscaler's target).
+        workload_meta(&mut deployment.metadata);
+        if let Some(status) = deployment.status.as_mut() {
+            status.conditions = None;
+        }
+        if let Some(spec) = deployment.spec.as_mut() {
+            compact_template(&mut spec.template);
+        }
     } else if let Some(template) = pod_template(object) {
         compact_template(template);
+    }
+}
+
+/// A Deployment's or its ReplicaSet's metadata keeps only the annotations the autoscaler reads
+/// (its own keys, as on pods): `deployment.kubernetes.io/revision`, Helm's release names and
+/// the like are on every one of them, thousands on a large cluster, and read by nothing here.
+fn workload_meta(meta: &mut ObjectMeta) {
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|key, _| simulator::pod::read_annotation(key));
+    }
+    if meta.annotations.as_ref().is_some_and(|a| a.is_empty()) {
+        meta.annotations = None;
     }
 }
 
@@ -49,9 +76,6 @@ fn owned_by_deployment(meta: &ObjectMeta) -> bool {
 
 /// The pod template of a workload (the pod autoscalers' anticipated pods are made from it).
 fn pod_template(object: &mut dyn Any) -> Option<&mut PodTemplateSpec> {
-    if object.is::<Deployment>() {
-        return object.downcast_mut::<Deployment>()?.spec.as_mut().map(|s| &mut s.template);
-    }
     if object.is::<ReplicaSet>() {
         return object.downcast_mut::<ReplicaSet>()?.spec.as_mut().and_then(|s| s.template.as_mut());
     }
@@ -272,19 +296,24 @@ mod tests {
             assert!(c.resources.as_ref().and_then(|r| r.requests.as_ref()).is_some_and(|r| r.contains_key("cpu")));
         }
         let mut deployment: Deployment = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "web"},
+            "metadata": {"name": "web", "labels": {"app": "web"}, "annotations": {
+                "deployment.kubernetes.io/revision": "4", "cluster-autoscaler.kubernetes.io/x": "y"}},
             "spec": {"selector": {}, "template": {"spec": {"containers": [
                 {"name": "app", "env": [{"name": "A"}], "resources": {"requests": {"cpu": "1"}}}
             ]}}},
         }))
         .unwrap();
         compact(&mut deployment);
+        let annotations = deployment.metadata.annotations.take().unwrap_or_default();
+        assert_eq!(annotations.keys().collect::<Vec<_>>(), ["cluster-autoscaler.kubernetes.io/x"], "only ours");
+        assert!(deployment.metadata.labels.is_some());
         let template = deployment.spec.unwrap().template.spec.unwrap();
         assert_eq!(template.containers[0].env, None, "workloads' pod templates are trimmed as pods are");
         assert!(template.containers[0].resources.is_some());
         let replicaset = |owner_kind: &str| -> ReplicaSet {
             let mut rs: ReplicaSet = serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "web-5d8f", "ownerReferences": [
+                "metadata": {"name": "web-5d8f", "labels": {"app": "web"},
+                    "annotations": {"deployment.kubernetes.io/revision": "4"}, "ownerReferences": [
                     {"apiVersion": "apps/v1", "kind": owner_kind, "name": "web", "uid": "u", "controller": true}]},
                 "spec": {"replicas": 3, "selector": {}, "template": {"spec": {"containers": [
                     {"name": "app", "env": [{"name": "A"}], "resources": {"requests": {"cpu": "1"}}}
@@ -294,9 +323,13 @@ mod tests {
             compact(&mut rs);
             rs
         };
-        let of_deployment = replicaset("Deployment").spec.unwrap();
-        assert_eq!((of_deployment.replicas, of_deployment.template), (Some(3), None), "a Deployment's ReplicaSet");
-        let template = replicaset("Other").spec.unwrap().template.unwrap().spec.unwrap();
+        let of_deployment = replicaset("Deployment");
+        assert_eq!((of_deployment.metadata.labels, of_deployment.metadata.annotations), (None, None));
+        let spec = of_deployment.spec.unwrap();
+        assert_eq!((spec.replicas, spec.template), (Some(3), None), "a Deployment's ReplicaSet");
+        let other = replicaset("Other");
+        assert!(other.metadata.labels.is_some() && other.metadata.annotations.is_some(), "kept whole");
+        let template = other.spec.unwrap().template.unwrap().spec.unwrap();
         assert_eq!(template.containers[0].env, None, "any other ReplicaSet keeps its template, trimmed");
         assert!(template.containers[0].resources.is_some());
         let mut node = Node {
