@@ -18,8 +18,8 @@ use simulator::labels::{Selector, format_label_selector};
 
 use crate::core::ClusterView;
 use crate::hpa::{MetricsError, MetricsSource, PodMetricsInfo, PodResourceMetrics};
-use crate::podscaling::PodsByNamespace;
 use crate::podscaling::file_metrics::{FileMetrics, MetricLists};
+use crate::podscaling::{PodsByNamespace, PodsRead};
 
 #[derive(Default)]
 struct Fetched {
@@ -119,9 +119,11 @@ impl KubeMetrics {
                 resource_namespaces.insert(wpa.metadata.namespace.clone().unwrap_or_else(|| "default".into()));
             }
         }
+        let pods = PodsByNamespace::new(&view.pods);
+        let read = PodsRead::of(view, &pods);
         for namespace in &resource_namespaces {
             if let Some(doc) = self.get(&format!("/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods")).await {
-                let _ = lists.add(&doc);
+                let _ = lists.add_where(&doc, &|namespace, name| read.keeps(namespace, name));
             }
         }
         let mut external: BTreeSet<(String, String, String)> = BTreeSet::new();
@@ -196,7 +198,7 @@ impl KubeMetrics {
             }
         }
         let mut fetched = self.fetched.write().unwrap_or_else(|p| p.into_inner());
-        *fetched = Fetched { lists, pods: PodsByNamespace::new(&view.pods) };
+        *fetched = Fetched { lists, pods };
     }
 
     /// Drops what the last refresh fetched, once the sync that reads it is done. Every pod's

@@ -124,6 +124,11 @@ impl MetricLists {
 
     /// Adds a metrics list document; returns false for documents of other kinds.
     pub fn add(&mut self, doc: &Value) -> Result<bool, String> {
+        self.add_where(doc, &|_, _| true)
+    }
+
+    /// As `add`, keeping only the pod usage of the pods `keep` names (namespace, name).
+    pub fn add_where(&mut self, doc: &Value, keep: &dyn Fn(&str, &str) -> bool) -> Result<bool, String> {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
         if !Self::is_metrics_kind(kind) {
             return Ok(false);
@@ -134,9 +139,11 @@ impl MetricLists {
                 let items = if kind == "PodMetrics" { std::slice::from_ref(doc) } else { items };
                 for (i, item) in items.iter().enumerate() {
                     let meta = item.get("metadata");
-                    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
-                    let namespace =
-                        meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("default").to_string();
+                    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+                    let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("default");
+                    if !keep(namespace, name) {
+                        continue;
+                    }
                     let mut containers = Vec::new();
                     for c in item.get("containers").and_then(Value::as_array).into_iter().flatten() {
                         let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
@@ -155,7 +162,7 @@ impl MetricLists {
                         timestamp: time(item),
                         window: window(item),
                     };
-                    self.pod_usage.entry(namespace).or_default().insert(name.into_boxed_str(), usage);
+                    self.pod_usage.entry(namespace.to_string()).or_default().insert(name.into(), usage);
                 }
                 Ok(true)
             }

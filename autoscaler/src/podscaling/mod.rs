@@ -60,8 +60,9 @@ pub struct TargetState {
     pub spec_replicas: i32,
     pub status_replicas: i32,
     pub selector: Option<Selector>,
-    /// The pod template, when the target is a workload we know (for anticipated pods).
-    pub template: Option<PodTemplateSpec>,
+    /// The pod template, when the target is a workload we know (for anticipated pods). Boxed:
+    /// a sync's reports hold one state per rescaled target, and the template is most of its size.
+    pub template: Option<Box<PodTemplateSpec>>,
 }
 
 /// A scale target's workload in a view: the kinds a pod autoscaler's target may be read from.
@@ -82,7 +83,7 @@ impl Workload<'_> {
             spec_replicas: spec_replicas.unwrap_or(1),
             status_replicas: status_replicas.unwrap_or(0),
             selector: Some(Selector::from_label_selector(Some(selector))),
-            template: template.cloned(),
+            template: template.map(|t| Box::new(t.clone())),
         };
         match self {
             Workload::Deployment(d) => {
@@ -149,6 +150,58 @@ impl<'v> ScaleTargets<'v> {
     /// As `target_from_view`.
     pub fn state(&self, target: &ScaleTarget) -> Option<TargetState> {
         self.0.get(&(target.kind.as_str(), target.namespace.as_str(), target.name.as_str()))?.state(target)
+    }
+
+    /// The selector of the target of this kind, namespace and name, as `state` has it (`None`
+    /// when the view does not describe the target).
+    fn selector(&self, kind: &str, namespace: &str, name: &str) -> Option<Selector> {
+        let selector = match *self.0.get(&(kind, namespace, name))? {
+            Workload::Deployment(d) => &d.spec.as_ref()?.selector,
+            Workload::StatefulSet(d) => &d.spec.as_ref()?.selector,
+            Workload::ReplicaSet(d) => &d.spec.as_ref()?.selector,
+        };
+        Some(Selector::from_label_selector(Some(selector)))
+    }
+}
+
+/// The pods whose usage the pod autoscalers of a view can read: those their targets select.
+/// A namespace with a target the view does not describe (the sync reads it through `/scale`,
+/// and only then knows its selector) keeps all its pods. The controller fetches the pod metrics
+/// of whole namespaces (one call each) and keeps only these: on a cluster where a third of
+/// the workloads have an autoscaler, a third of the pods.
+pub struct PodsRead<'p>(HashMap<&'p str, Option<HashSet<&'p str>>>);
+
+impl<'p> PodsRead<'p> {
+    /// `pods` are the view's pods, as the metrics source will select them.
+    pub fn of(view: &'p ClusterView, pods: &'p PodsByNamespace) -> PodsRead<'p> {
+        let targets = ScaleTargets::of(view);
+        let namespace = |m: &'p ObjectMeta| m.namespace.as_deref().unwrap_or("default");
+        let hpa_targets = view.hpas.iter().filter_map(|h| {
+            let target = &h.spec.as_ref()?.scale_target_ref;
+            Some((namespace(&h.metadata), target.kind.as_str(), target.name.as_str()))
+        });
+        let wpa_targets = view.wpas.iter().map(|w| {
+            let target = &w.spec.scale_target_ref;
+            (namespace(&w.metadata), target.kind.as_str(), target.name.as_str())
+        });
+        let mut read: HashMap<&'p str, Option<HashSet<&'p str>>> = HashMap::new();
+        for (namespace, kind, name) in hpa_targets.chain(wpa_targets) {
+            let names = read.entry(namespace).or_insert_with(|| Some(HashSet::new()));
+            let Some(selected) = names else { continue };
+            match targets.selector(kind, namespace, name) {
+                Some(selector) => selected.extend(pods.selected(namespace, &selector).map(|p| p.name())),
+                None => *names = None,
+            }
+        }
+        PodsRead(read)
+    }
+
+    pub fn keeps(&self, namespace: &str, name: &str) -> bool {
+        match self.0.get(namespace) {
+            Some(Some(selected)) => selected.contains(name),
+            Some(None) => true,
+            None => false,
+        }
     }
 }
 
@@ -291,11 +344,11 @@ impl PodsByNamespace {
 
     /// The pods of `namespace` that `selector` selects, in the order given: what a pod
     /// autoscaler and its metrics sources count.
-    pub fn selected<'p>(
+    pub fn selected<'p: 's, 's>(
         &'p self,
         namespace: &str,
-        selector: &'p Selector,
-    ) -> impl Iterator<Item = &'p Arc<PodInfo>> + 'p {
+        selector: &'s Selector,
+    ) -> impl Iterator<Item = &'p Arc<PodInfo>> + 's {
         let list = self.0.get(namespace);
         let candidates: Box<dyn Iterator<Item = &'p Arc<PodInfo>> + 'p> = match (list, selector.required_equality()) {
             (None, _) => Box::new(std::iter::empty()),
@@ -369,7 +422,7 @@ impl PodScaling {
         metrics: &dyn MetricsSource,
         now: Timestamp,
     ) -> Vec<AutoscalerReport> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(view.hpas.len() + view.wpas.len());
         let mut by_namespace = PodFinder { view, index, by_namespace: None };
         for hpa in &view.hpas {
             let name = key(&hpa.metadata);
@@ -603,6 +656,46 @@ mod tests {
         }
         let selector = Selector::parse("app=web").unwrap();
         assert_eq!(by_namespace.selected("team", &selector).count(), 11, "the test selects something");
+    }
+
+    /// The pods whose usage is kept are those an autoscaler's target selects; a namespace
+    /// whose target the view does not describe keeps all; a namespace without autoscalers none.
+    #[test]
+    fn the_pods_read_are_those_the_targets_select() {
+        use simulator::testing::{pod, with_labels, with_namespace};
+        let labelled = |name: &str, namespace: &str, app: &str| {
+            let pod = with_namespace(with_labels(pod(name, "100m", "1Mi"), &[("app", app)]), namespace);
+            Arc::new(PodInfo::from(pod))
+        };
+        let pods = vec![
+            labelled("web-1", "team", "web"),
+            labelled("web-2", "team", "web"),
+            labelled("db-1", "team", "db"),
+            labelled("job-1", "batch", "job"),
+            labelled("api-1", "quiet", "api"),
+        ];
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {}},
+        }))
+        .unwrap();
+        let autoscaler = |namespace: &str, kind: &str, name: &str| {
+            let mut h = hpa(serde_json::json!({"maxReplicas": 5}));
+            h.metadata.namespace = Some(namespace.into());
+            let target = &mut h.spec.as_mut().unwrap().scale_target_ref;
+            (target.kind, target.name) = (kind.into(), name.into());
+            Arc::new(h)
+        };
+        let view = ClusterView {
+            deployments: vec![Arc::new(deployment)],
+            hpas: vec![autoscaler("team", "Deployment", "web"), autoscaler("batch", "Rollout", "job")],
+            pods: pods.clone().into(),
+            ..Default::default()
+        };
+        let by_namespace = PodsByNamespace::new(&pods);
+        let read = PodsRead::of(&view, &by_namespace);
+        let kept: Vec<&str> = pods.iter().filter(|p| read.keeps(p.namespace(), p.name())).map(|p| p.name()).collect();
+        assert_eq!(kept, ["web-1", "web-2", "job-1"]);
     }
 
     /// A Deployment's ReplicaSet is kept without its template, and a pod autoscaler aimed at
