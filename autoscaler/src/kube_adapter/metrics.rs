@@ -201,9 +201,10 @@ impl KubeMetrics {
         *fetched = Fetched { lists, pods };
     }
 
-    /// Drops what the last refresh fetched, once the sync that reads it is done. Every pod's
-    /// usage and an index of the pods by namespace: at 150,000 pods about 35 MB, otherwise
-    /// held from one sync to the next (and twice while the next refresh fetched).
+    /// Drops what the last refresh fetched, once the sync that reads it is done: the selected
+    /// pods' usage and an index of the pods by namespace (at 150,000 pods, before only the
+    /// selected pods were kept, about 35 MB), otherwise held from one sync to the next, and
+    /// twice while the next refresh fetched.
     pub fn release(&self) {
         let old = std::mem::take(&mut *self.fetched.write().unwrap_or_else(|p| p.into_inner()));
         drop(old);
