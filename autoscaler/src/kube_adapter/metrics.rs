@@ -102,9 +102,6 @@ impl KubeMetrics {
 
     /// Fetches what the autoscalers of `view` will read.
     pub async fn refresh(&self, view: &ClusterView) {
-        // The last refresh's metrics were for the sync after it: not kept while this one
-        // fetches its own.
-        self.release();
         let mut lists = MetricLists::default();
         // Resource metrics (cpu, memory); an HPA without metrics defaults to cpu.
         let mut resource_namespaces: BTreeSet<String> = BTreeSet::new();
@@ -204,7 +201,8 @@ impl KubeMetrics {
     /// Drops what the last refresh fetched, once the sync that reads it is done: the selected
     /// pods' usage and an index of the pods by namespace (at 150,000 pods, before only the
     /// selected pods were kept, about 35 MB), otherwise held from one sync to the next, and
-    /// twice while the next refresh fetched.
+    /// twice while the next refresh fetched. The controller calls it after every sync, so a
+    /// refresh never starts with the last one's metrics still held.
     pub fn release(&self) {
         let old = std::mem::take(&mut *self.fetched.write().unwrap_or_else(|p| p.into_inner()));
         drop(old);

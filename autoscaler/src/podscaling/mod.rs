@@ -73,34 +73,41 @@ enum Workload<'v> {
     ReplicaSet(&'v ReplicaSet),
 }
 
-impl Workload<'_> {
+impl<'v> Workload<'v> {
+    /// `spec.selector` (`None` without a spec).
+    fn label_selector(self) -> Option<&'v LabelSelector> {
+        match self {
+            Workload::Deployment(d) => Some(&d.spec.as_ref()?.selector),
+            Workload::StatefulSet(d) => Some(&d.spec.as_ref()?.selector),
+            Workload::ReplicaSet(d) => Some(&d.spec.as_ref()?.selector),
+        }
+    }
+
     fn state(self, target: &ScaleTarget) -> Option<TargetState> {
-        let state = |spec_replicas: Option<i32>,
-                     status_replicas: Option<i32>,
-                     selector: &LabelSelector,
-                     template: Option<&PodTemplateSpec>| TargetState {
-            target: target.clone(),
-            spec_replicas: spec_replicas.unwrap_or(1),
-            status_replicas: status_replicas.unwrap_or(0),
-            selector: Some(Selector::from_label_selector(Some(selector))),
-            template: template.map(|t| Box::new(t.clone())),
+        let selector = self.label_selector()?;
+        let state = |spec_replicas: Option<i32>, status_replicas: Option<i32>, template: Option<&PodTemplateSpec>| {
+            TargetState {
+                target: target.clone(),
+                spec_replicas: spec_replicas.unwrap_or(1),
+                status_replicas: status_replicas.unwrap_or(0),
+                selector: Some(Selector::from_label_selector(Some(selector))),
+                template: template.map(|t| Box::new(t.clone())),
+            }
         };
         match self {
             Workload::Deployment(d) => {
                 let spec = d.spec.as_ref()?;
-                let status = d.status.as_ref().and_then(|s| s.replicas);
-                Some(state(spec.replicas, status, &spec.selector, Some(&spec.template)))
+                Some(state(spec.replicas, d.status.as_ref().and_then(|s| s.replicas), Some(&spec.template)))
             }
             Workload::StatefulSet(d) => {
                 let spec = d.spec.as_ref()?;
-                Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), &spec.selector, Some(&spec.template)))
+                Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), Some(&spec.template)))
             }
             // A Deployment's ReplicaSet is kept without its template (`core::compact`): the
             // Deployment sets its replicas back, so no pods are anticipated for it.
             Workload::ReplicaSet(d) => {
                 let spec = d.spec.as_ref()?;
-                let status = d.status.as_ref().map(|s| s.replicas);
-                Some(state(spec.replicas, status, &spec.selector, spec.template.as_ref()))
+                Some(state(spec.replicas, d.status.as_ref().map(|s| s.replicas), spec.template.as_ref()))
             }
         }
     }
@@ -155,11 +162,7 @@ impl<'v> ScaleTargets<'v> {
     /// The selector of the target of this kind, namespace and name, as `state` has it (`None`
     /// when the view does not describe the target).
     fn selector(&self, kind: &str, namespace: &str, name: &str) -> Option<Selector> {
-        let selector = match *self.0.get(&(kind, namespace, name))? {
-            Workload::Deployment(d) => &d.spec.as_ref()?.selector,
-            Workload::StatefulSet(d) => &d.spec.as_ref()?.selector,
-            Workload::ReplicaSet(d) => &d.spec.as_ref()?.selector,
-        };
+        let selector = self.0.get(&(kind, namespace, name))?.label_selector()?;
         Some(Selector::from_label_selector(Some(selector)))
     }
 }
