@@ -90,7 +90,7 @@ pub struct MemoryCluster {
     /// Owner uid → its pods (the objects, kept current by every store of a pod, so that a
     /// controller reads its pods without looking each one up).
     pub(super) pods_by_owner: HashMap<String, BTreeMap<ObjectKey, Arc<Pod>>>,
-    /// The pods `core::decide::is_unschedulable` holds for, so readers find them without a scan.
+    /// The pods `core::classify::is_unschedulable` holds for, so readers find them without a scan.
     pub(super) unschedulable: BTreeSet<ObjectKey>,
     /// Counts the changes of `unschedulable`: a reader that saw this count has seen the set.
     pub(super) unschedulable_changes: u64,
@@ -354,7 +354,7 @@ impl MemoryCluster {
         self.pods.iter().map(|(_, pod)| pod)
     }
 
-    /// The pods the scheduler left unschedulable (`core::decide::is_unschedulable`), in
+    /// The pods the scheduler left unschedulable (`core::classify::is_unschedulable`), in
     /// namespace / name order.
     pub fn unschedulable_pods_now(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<Pod>)> {
         self.unschedulable.iter().filter_map(|key| self.pods.get(key).map(|pod| (key, pod)))
@@ -385,12 +385,6 @@ impl MemoryCluster {
             }
             None => self.pod_infos.in_namespace(namespace).map(|(_, pod)| pod).filter(selects).cloned().collect(),
         }
-    }
-
-    /// Every pod in its compact form (requests computed once per spec), in namespace / name
-    /// order: what readers of every pod go through, rather than the `Pod` objects.
-    pub fn pod_infos(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
-        self.pod_infos.iter().map(|(_, pod)| pod)
     }
 
     /// The pods of one namespace, in name order (as `view().pods` lists them).

@@ -206,6 +206,13 @@ impl MemoryCluster {
         self.scheduler.lowest_priority = None;
     }
 
+    /// What the pods holding resources on each node (bound to it, not finished) request, by
+    /// node name: the sums the scheduler's snapshot keeps as pods come and go, so reading them
+    /// takes no pass over the pods.
+    pub fn requested_by_node(&self) -> impl Iterator<Item = (&str, &simulator::Resources)> {
+        self.scheduler.snapshot.nodes().map(|(_, node)| (&*node.name, &node.requested))
+    }
+
     /// One scheduling pass, when something changed since the last one.
     pub(super) fn schedule(&mut self) {
         let state = &mut self.scheduler;

@@ -413,12 +413,9 @@ impl Metrics {
         if nodes == 0 {
             return None;
         }
-        for pod in cluster.pod_infos() {
-            let Some(group) = pod.node_name().and_then(|node| node_group.get(node)) else { continue };
-            if pod.is_terminal() {
-                continue;
-            }
-            requests.entry(group).or_default().add(pod.requests());
+        for (node, requested) in cluster.requested_by_node() {
+            let Some(group) = node_group.get(node) else { continue };
+            requests.entry(group).or_default().add(requested);
         }
         let mut bound = 0i64;
         for g in &self.groups {
