@@ -48,7 +48,8 @@ use tokio::sync::Notify;
 
 use super::LoopReport;
 use crate::config::AutoscalingOptions;
-use crate::core::decide::{VERY_NEW_POD_AGE, is_unschedulable};
+use crate::core::classify::is_unschedulable;
+use crate::core::decide::VERY_NEW_POD_AGE;
 use crate::core::plan::ScaleUpResult;
 
 /// Upstream's `maxPodChangeAge`: a pod whose `PodScheduled` condition changed longer ago than

@@ -12,6 +12,7 @@ use simulator::well_known::POD_SCALE_UP_DELAY;
 use simulator::{NodeSet, PodInfo, Resources};
 
 use super::base_snapshot::BaseBuild;
+use super::classify::Classified;
 use super::cloud::CloudState;
 use super::cluster_state::ClusterState;
 use super::memory::LoopMemory;
@@ -62,51 +63,6 @@ pub struct DecideTimings {
     pub find_unneeded: std::time::Duration,
     /// Whether the snapshot's base was reused from the last decision.
     pub base: BaseBuild,
-}
-
-/// Pending pods the scheduler gave up on: no node, `PodScheduled=False` with reason
-/// `Unschedulable`.
-pub fn is_unschedulable(pod: &PodInfo) -> bool {
-    pod.node_name().is_none()
-        && pending_phase(pod)
-        && !pod.terminating
-        && pod
-            .state
-            .scheduled
-            .as_ref()
-            .is_some_and(|c| &*c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
-}
-
-/// Phase `Pending`, or no phase yet.
-fn pending_phase(pod: &PodInfo) -> bool {
-    pod.state.phase.as_deref().is_none_or(|p| p == "Pending")
-}
-
-/// `spec.schedulerName`, as the API server defaults it.
-fn scheduler_name(pod: &PodInfo) -> &str {
-    pod.scheduler_name().unwrap_or("default-scheduler")
-}
-
-/// A pending pod of a `--bypassed-scheduler-names` scheduler that has not marked it yet (no
-/// PodScheduled condition): upstream treats it as unschedulable at once.
-fn awaits_bypassed_scheduler(pod: &PodInfo, options: &AutoscalingOptions) -> bool {
-    if options.bypassed_scheduler_names.is_empty() {
-        return false;
-    }
-    let name = scheduler_name(pod);
-    options.bypassed_scheduler_names.iter().any(|n| n == name)
-        && pod.node_name().is_none()
-        && pending_phase(pod)
-        && !pod.terminating
-        && pod.state.scheduled.is_none()
-}
-
-fn scheduler_allowed(pod: &PodInfo, options: &AutoscalingOptions) -> bool {
-    if options.allowed_scheduler_names.is_empty() {
-        return true;
-    }
-    let name = scheduler_name(pod);
-    options.allowed_scheduler_names.iter().any(|n| n == name)
 }
 
 /// Upstream's young-pod filter: a pod is considered only once its age is strictly greater than
@@ -160,62 +116,20 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
     let mut timings = DecideTimings::default();
     let mut laps = crate::core::laps::Laps::start();
-    // Each node name's slot in `scheduled`: a pod bound to a node goes to its node's list in
-    // the one lookup that checks the node exists (one hash of the name per pod, not two).
-    let mut node_slots: FxHashMap<&str, usize> =
-        FxHashMap::with_capacity_and_hasher(view.nodes.len(), Default::default());
-    for name in view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()) {
-        let next = node_slots.len();
-        node_slots.entry(name).or_insert(next);
-    }
-
-    // Classify pods. Terminal pods hold nothing; expendable pods are invisible to the autoscaler.
-    // The scheduled pods of each node (by slot), in the view's order. Borrowed from the view:
-    // a pointer copied per pod, where a clone of each `Arc` was an atomic increment (and its
-    // drop a decrement) on a cache line nothing else here reads, most of this loop's time on
-    // a large cluster.
-    let mut scheduled: Vec<Vec<&Arc<PodInfo>>> = vec![Vec::new(); node_slots.len()];
-    let mut scheduled_count = 0;
-    let mut pending: Vec<Arc<PodInfo>> = Vec::new();
-    // Pending pods the scheduler nominated to an existing node: they wait there for preemption.
-    let mut nominated: Vec<(Arc<PodInfo>, String)> = Vec::new();
-    let mut ignored: BTreeMap<String, String> = BTreeMap::new();
-    // Counted for the plan's summary in the same pass.
-    let (mut pending_count, mut unprocessed_count) = (0, 0);
-    for pod in &view.pods {
-        let (marked, bypassed) = (is_unschedulable(pod), awaits_bypassed_scheduler(pod, options));
-        pending_count += usize::from(marked);
-        unprocessed_count += usize::from(bypassed);
-        let unschedulable = marked || bypassed;
-        let bound_to = pod.node_name().and_then(|n| node_slots.get(n));
-        if bound_to.is_none() && !unschedulable {
-            continue;
-        }
-        if pod.is_terminal() {
-            continue;
-        }
-        if pod.priority < options.expendable_pods_priority_cutoff {
-            if unschedulable {
-                ignored
-                    .insert(pod.key.to_string(), "expendable: priority below --expendable-pods-priority-cutoff".into());
-            }
-            continue;
-        }
-        let nominated_to = pod.state.nominated_node_name.as_deref().filter(|n| node_slots.contains_key(n));
-        if let Some(&slot) = bound_to {
-            scheduled[slot].push(pod);
-            scheduled_count += 1;
-        } else if let Some(node) = nominated_to {
-            // Upstream ignores such pods for scale-up and counts them on the nominated node as
-            // if the preemption were done.
-            ignored.insert(pod.key.to_string(), format!("waiting for preemption on its nominated node {node}"));
-            nominated.push((pod.clone(), node.to_string()));
-        } else if !scheduler_allowed(pod, options) {
-            ignored.insert(pod.key.to_string(), "scheduler not in --allowed-scheduler-names".into());
-        } else {
-            pending.push(pod.clone());
-        }
-    }
+    // The pods sorted (kept from the last decision while the pod list is the same). The
+    // scheduled pods of each node are borrowed from the view: a pointer copied per pod, where
+    // a clone of each `Arc` was an atomic increment (and its drop a decrement) on a cache line
+    // nothing else here reads.
+    let Classified {
+        node_slots,
+        mut scheduled,
+        scheduled_count,
+        mut pending,
+        nominated,
+        mut ignored,
+        pending_count,
+        unprocessed_count,
+    } = memory.classified.classify(view, options);
     for info in anticipated {
         if info.priority >= options.expendable_pods_priority_cutoff {
             pending.push(info.clone());

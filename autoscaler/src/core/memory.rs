@@ -32,6 +32,8 @@ pub struct LoopMemory {
     pub assume_unneeded_long_enough: bool,
     /// The last decision's snapshot of the registered nodes and their pods, updated by deltas.
     pub snapshots: super::base_snapshot::SnapshotCache,
+    /// The last decision's sorting of the pods, reused while the pod list is the same.
+    pub classified: super::classify::ClassificationCache,
 }
 
 impl LoopMemory {

@@ -3,6 +3,7 @@
 //! `scale_up`, `scale_down`) → a `Plan`.
 
 pub mod base_snapshot;
+pub mod classify;
 pub mod cloud;
 pub mod cluster_state;
 pub mod compact;

@@ -179,7 +179,7 @@ impl MemoryCluster {
         if is_recently_unschedulable(&info, now) {
             self.unschedulable_pods.record(now, info.created());
         }
-        let changed = if crate::core::decide::is_unschedulable(&info) {
+        let changed = if crate::core::classify::is_unschedulable(&info) {
             !self.unschedulable.contains(&key) && self.unschedulable.insert(key.clone())
         } else {
             self.unschedulable.remove(&key)

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{Pod, Taint};
 use simulator::testing::{node, with_taint};
 
 use super::*;
-use crate::core::decide::is_unschedulable;
+use crate::core::classify::is_unschedulable;
 
 fn with_priority(mut pod: Pod, priority: i32) -> Pod {
     pod.spec.as_mut().unwrap().priority = Some(priority);
