@@ -304,3 +304,64 @@ fn priority_class_name_sets_the_priority_and_unknown_classes_are_refused() {
     let error = c.apply(unknown).unwrap_err();
     assert!(error.to_string().contains("no PriorityClass with name gold was found"), "{error}");
 }
+
+fn labelled(mut pod: Pod, app: &str) -> Pod {
+    pod.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+    pod
+}
+
+#[test]
+fn pods_alike_but_for_labels_are_each_checked_against_placed_pods_anti_affinity() {
+    let mut c = cluster();
+    c.apply(node("n1", "4", "8Gi")).unwrap();
+    let mut guard = pending_pod("guard", "100m", "128Mi");
+    let spec = guard.spec.as_mut().unwrap();
+    spec.node_name = Some("n1".into());
+    spec.affinity = Some(from_json(serde_json::json!({"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}]}})));
+    c.apply(guard).unwrap();
+    c.advance(t(1));
+    // The same spec (one compiled shape), the first in the queue repelled by the guard.
+    c.apply(created_at(labelled(pending_pod("first", "1", "1Gi"), "a"), 2)).unwrap();
+    c.apply(created_at(labelled(pending_pod("second", "1", "1Gi"), "b"), 3)).unwrap();
+    c.apply(created_at(labelled(pending_pod("third", "1", "1Gi"), "a"), 4)).unwrap();
+    c.advance(t(5));
+    assert_eq!(node_of(&c, "default", "first"), None);
+    assert_eq!(node_of(&c, "default", "second").as_deref(), Some("n1"));
+    assert_eq!(node_of(&c, "default", "third"), None);
+    let message = |name: &str| scheduled_condition(&c, "default", name).unwrap().2;
+    assert_eq!(
+        message("first"),
+        "0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."
+    );
+    assert_eq!(message("third"), message("first"));
+}
+
+#[test]
+fn replicas_that_fit_nowhere_get_the_message_each_would_get_alone() {
+    let mut c = cluster();
+    c.apply(node("n1", "2", "8Gi")).unwrap();
+    c.apply(with_taint(node("n2", "8", "8Gi"), "dedicated", "x", "NoSchedule")).unwrap();
+    for i in 0..3 {
+        c.apply(created_at(labelled(pending_pod(&format!("r{i}"), "3", "1Gi"), "a"), i)).unwrap();
+    }
+    c.advance(t(5));
+    for i in 0..3 {
+        let (status, reason, message) = scheduled_condition(&c, "default", &format!("r{i}")).unwrap();
+        assert_eq!((status.as_str(), reason.as_str()), ("False", "Unschedulable"));
+        assert_eq!(
+            message,
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: x}."
+        );
+    }
+    // Room for one: the first in the queue is bound, the others are checked again and stay.
+    c.apply(node("n3", "4", "8Gi")).unwrap();
+    c.advance(t(6));
+    assert_eq!(node_of(&c, "default", "r0").as_deref(), Some("n3"));
+    assert_eq!(node_of(&c, "default", "r1"), None);
+    assert_eq!(
+        scheduled_condition(&c, "default", "r1").unwrap().2,
+        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: x}, 2 Insufficient cpu."
+    );
+}
