@@ -83,7 +83,7 @@ impl Clone for ClassificationCache {
 
 impl std::fmt::Debug for ClassificationCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.kept.lock().map_or(false, |k| k.is_some());
+        let kept = self.kept.lock().is_ok_and(|k| k.is_some());
         write!(f, "ClassificationCache({})", if kept { "kept" } else { "empty" })
     }
 }
