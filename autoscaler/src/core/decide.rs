@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use expander::Expander;
 use k8s_openapi::jiff::Timestamp;
-use rustc_hash::FxHashMap;
 use simulator::drainability::{Controllers, PdbTracker};
 use simulator::well_known::POD_SCALE_UP_DELAY;
 use simulator::{NodeSet, PodInfo, Resources};
@@ -116,13 +115,9 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
     let mut timings = DecideTimings::default();
     let mut laps = crate::core::laps::Laps::start();
-    // The pods sorted (kept from the last decision while the pod list is the same). The
-    // scheduled pods of each node are borrowed from the view: a pointer copied per pod, where
-    // a clone of each `Arc` was an atomic increment (and its drop a decrement) on a cache line
-    // nothing else here reads.
+    // The pods sorted (kept from the last decision while the pod list is the same).
     let Classified {
-        node_slots,
-        mut scheduled,
+        pods_by_node,
         scheduled_count,
         mut pending,
         nominated,
@@ -133,14 +128,6 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     for info in anticipated {
         if info.priority >= options.expendable_pods_priority_cutoff {
             pending.push(info.clone());
-        }
-    }
-    let mut pods_by_node: FxHashMap<&str, Vec<&Arc<PodInfo>>> =
-        FxHashMap::with_capacity_and_hasher(node_slots.len(), Default::default());
-    for (name, slot) in node_slots {
-        let pods = std::mem::take(&mut scheduled[slot]);
-        if !pods.is_empty() {
-            pods_by_node.insert(name, pods);
         }
     }
 
