@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
+use k8s_openapi::api::core::v1::Pod;
 use simulator::pod::{PodInfo, PodInterner};
 
 use super::{Failure, Item, Seen, SnapshotError, parse_pod};
@@ -14,8 +15,13 @@ use crate::json_scan::Position;
 /// and the scanner's pass most of the rest. The thread holds the interner meanwhile, and its
 /// pods' short-lived parts are freed where they were made. It hands its pods back in order, so
 /// the pods, their shared shapes and the first error are those of reading one item at a time.
+///
+/// Parsing costs more than scanning, so the parser thread falls behind and the scanner would
+/// wait for it about a third of the time. Instead, a batch queued while every batch in flight is
+/// still unparsed is parsed by the scanner's thread itself and sent to the parser thread only
+/// to be converted, in its turn (measured on a 76,000-pod dump: see `Sharing`).
 pub(super) struct PodParser<'scope> {
-    to_parser: SyncSender<Vec<QueuedPod>>,
+    to_parser: SyncSender<Work>,
     parsed: Receiver<Vec<Result<ParsedPod, Failure>>>,
     parser: std::thread::ScopedJoinHandle<'scope, PodInterner>,
     batch: Vec<QueuedPod>,
@@ -23,6 +29,38 @@ pub(super) struct PodParser<'scope> {
     in_flight: usize,
     /// A pod was refused: the pods after it are not read.
     refused: bool,
+    sharing: Sharing,
+    /// Batches sent so far.
+    sent: usize,
+}
+
+/// Whether the scanner's thread parses batches itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sharing {
+    /// When the parser thread is behind (every batch in flight not yet parsed): what `plan`
+    /// does.
+    #[cfg_attr(test, expect(dead_code, reason = "the unit tests read with `EverySecondBatch`"))]
+    WhenBehind,
+    /// Every second batch, whatever the parser thread's pace: the unit tests' rule, so that
+    /// both paths are covered without depending on timing (the command-line tests run the
+    /// binary, with `WhenBehind`).
+    #[cfg(test)]
+    EverySecondBatch,
+}
+
+impl Sharing {
+    /// The rule of this build.
+    #[cfg(not(test))]
+    pub(super) const BUILT: Sharing = Sharing::WhenBehind;
+    #[cfg(test)]
+    pub(super) const BUILT: Sharing = Sharing::EverySecondBatch;
+}
+
+/// A batch for the parser thread: pod items to parse and convert, or pods the scanner's
+/// thread parsed, to convert.
+enum Work {
+    Items(Vec<QueuedPod>),
+    Parsed(Vec<Result<(Pod, Vec<String>), Failure>>),
 }
 
 /// A pod item copied out of the scanner's buffer, with where it was read.
@@ -43,14 +81,22 @@ impl<'scope> PodParser<'scope> {
     const BATCH: usize = 128;
     /// Batches in flight at most; so neither channel, bounded to it, ever blocks its sender
     /// for good, and at most this many batches of parsed pods wait to be added.
-    const IN_FLIGHT: usize = 4;
+    const IN_FLIGHT: usize = 8;
 
-    pub fn start(scope: &'scope std::thread::Scope<'scope, '_>, file: &'scope str, mut interner: PodInterner) -> Self {
-        let (to_parser, queued) = sync_channel::<Vec<QueuedPod>>(Self::IN_FLIGHT);
+    pub fn start(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        file: &'scope str,
+        mut interner: PodInterner,
+        sharing: Sharing,
+    ) -> Self {
+        let (to_parser, queued) = sync_channel::<Work>(Self::IN_FLIGHT);
         let (done, parsed) = sync_channel(Self::IN_FLIGHT);
         let parser = scope.spawn(move || {
-            for batch in queued {
-                let results = batch.into_iter().map(|queued| queued.parse(file, &mut interner)).collect();
+            for work in queued {
+                let results = match work {
+                    Work::Items(batch) => batch.into_iter().map(|queued| queued.parse(file, &mut interner)).collect(),
+                    Work::Parsed(batch) => batch.into_iter().map(|parsed| convert(parsed, &mut interner)).collect(),
+                };
                 if done.send(results).is_err() {
                     break;
                 }
@@ -58,7 +104,7 @@ impl<'scope> PodParser<'scope> {
             interner
         });
         let batch = Vec::with_capacity(Self::BATCH);
-        PodParser { to_parser, parsed, parser, batch, in_flight: 0, refused: false }
+        PodParser { to_parser, parsed, parser, batch, in_flight: 0, refused: false, sharing, sent: 0 }
     }
 
     /// Ends the parser thread (what it still had to parse is dropped) and takes its interner
@@ -76,14 +122,24 @@ impl<'scope> PodParser<'scope> {
         if self.batch.len() < Self::BATCH {
             return Ok(());
         }
-        if self.in_flight == Self::IN_FLIGHT {
-            self.receive(target.reborrow())?;
-        }
-        self.send()?;
         while let Ok(results) = self.parsed.try_recv() {
             self.add(results, target.reborrow())?;
         }
-        Ok(())
+        let parse_here = match self.sharing {
+            Sharing::WhenBehind => self.in_flight == Self::IN_FLIGHT,
+            #[cfg(test)]
+            Sharing::EverySecondBatch => self.sent % 2 == 1,
+        };
+        let work = if parse_here {
+            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH));
+            Work::Parsed(batch.into_iter().map(|queued| queued.parse_only(target.file)).collect())
+        } else {
+            Work::Items(std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH)))
+        };
+        if self.in_flight == Self::IN_FLIGHT {
+            self.receive(target.reborrow())?;
+        }
+        self.send(work)
     }
 
     /// Adds every pod queued so far (none once one was refused: that error was the first).
@@ -92,7 +148,8 @@ impl<'scope> PodParser<'scope> {
             return Ok(());
         }
         if !self.batch.is_empty() {
-            self.send()?;
+            let batch = std::mem::take(&mut self.batch);
+            self.send(Work::Items(batch))?;
         }
         while self.in_flight > 0 {
             self.receive(target.reborrow())?;
@@ -100,10 +157,10 @@ impl<'scope> PodParser<'scope> {
         Ok(())
     }
 
-    fn send(&mut self) -> Result<(), Failure> {
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH));
-        self.to_parser.send(batch).map_err(|_| parser_stopped())?;
+    fn send(&mut self, work: Work) -> Result<(), Failure> {
+        self.to_parser.send(work).map_err(|_| parser_stopped())?;
         self.in_flight += 1;
+        self.sent += 1;
         Ok(())
     }
 
@@ -145,12 +202,19 @@ fn parser_stopped() -> Failure {
 
 impl QueuedPod {
     fn parse(self, file: &str, interner: &mut PodInterner) -> Result<ParsedPod, Failure> {
-        let item = Item::Json { text: &self.text, at: self.at };
-        match parse_pod(item, file, &self.described) {
-            Ok((pod, unknown_fields)) => {
-                Ok(ParsedPod { pod: Arc::new(PodInfo::interned(pod, interner)), unknown_fields })
-            }
-            Err(e) => Err(Failure::Object(Box::new((e.placed_in_item(&self.text, self.at), String::new(), self.at)))),
-        }
+        convert(self.parse_only(file), interner)
     }
+
+    /// The pod parsed and checked, its error placed in its text.
+    fn parse_only(self, file: &str) -> Result<(Pod, Vec<String>), Failure> {
+        let item = Item::Json { text: &self.text, at: self.at };
+        parse_pod(item, file, &self.described)
+            .map_err(|e| Failure::Object(Box::new((e.placed_in_item(&self.text, self.at), String::new(), self.at))))
+    }
+}
+
+/// A parsed pod in its compact form, through the interner (the parser thread's).
+fn convert(parsed: Result<(Pod, Vec<String>), Failure>, interner: &mut PodInterner) -> Result<ParsedPod, Failure> {
+    let (pod, unknown_fields) = parsed?;
+    Ok(ParsedPod { pod: Arc::new(PodInfo::interned(pod, interner)), unknown_fields })
 }

@@ -107,6 +107,15 @@ fn pods_parsed_on_the_parser_thread_come_in_order_and_the_first_error_wins() {
     let cpu_line = text.lines().position(|l| l.contains("\"-1\"")).unwrap() + 1;
     let err = load_text(&mut ClusterView::default(), &format!("{text}\n[ oops"), "dump.json").unwrap_err();
     assert!(err.to_string().starts_with(&format!("dump.json:{cpu_line}: items[300] (Pod ns/p300)")), "{err}");
+    // The unit tests' rule parses every second batch of 128 on the reading thread (see
+    // `Sharing`): a pod refused there (batch 1) is placed the same way, and wins over a later
+    // one refused on the parser thread (batch 2).
+    bad[200] = pod(200, "-3");
+    let text = list(&bad).unwrap();
+    let cpu_line = text.lines().position(|l| l.contains("\"-3\"")).unwrap() + 1;
+    let err = load_text(&mut ClusterView::default(), &text, "dump.json").unwrap_err();
+    assert!(err.to_string().starts_with(&format!("dump.json:{cpu_line}: items[200] (Pod ns/p200)")), "{err}");
+    bad[200] = pod(200, "1");
     (bad[300], bad[650]) = (pod(300, "1"), pod(650, "1"));
     let err = load_text(&mut ClusterView::default(), &format!("{}\n[ oops", list(&bad).unwrap()), "dump.json");
     let err = err.unwrap_err().to_string();
