@@ -31,7 +31,7 @@ use crate::podscaling::file_metrics::MetricLists;
 
 mod pod_parser;
 
-use pod_parser::{Added, PodParser, QueuedPod, Sharing};
+use pod_parser::{Added, PodParser, QueuedPod};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -197,7 +197,7 @@ fn load_json<R: Read>(
 ) -> Result<(), SnapshotError> {
     let mut scanner = Scanner::new(input);
     std::thread::scope(|scope| {
-        let pods = PodParser::start(scope, file, std::mem::take(&mut seen.interner), Sharing::BUILT);
+        let pods = PodParser::start(scope, file, std::mem::take(&mut seen.interner));
         let mut target = Target { view, metrics, seen: &mut *seen, file, document: 0, pods };
         let read = read_documents(&mut scanner, &mut target, text_again);
         let pods = target.pods;

@@ -29,14 +29,13 @@ pub(super) struct PodParser<'scope> {
     in_flight: usize,
     /// A pod was refused: the pods after it are not read.
     refused: bool,
-    sharing: Sharing,
     /// Batches sent so far.
     sent: usize,
 }
 
 /// Whether the scanner's thread parses batches itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Sharing {
+enum Sharing {
     /// When the parser thread is behind (every batch in flight not yet parsed): what `plan`
     /// does.
     #[cfg_attr(test, expect(dead_code, reason = "the unit tests read with `EverySecondBatch`"))]
@@ -49,11 +48,11 @@ pub(super) enum Sharing {
 }
 
 impl Sharing {
-    /// The rule of this build.
+    /// The rule of this build (the only one `PodParser` follows).
     #[cfg(not(test))]
-    pub(super) const BUILT: Sharing = Sharing::WhenBehind;
+    const BUILT: Sharing = Sharing::WhenBehind;
     #[cfg(test)]
-    pub(super) const BUILT: Sharing = Sharing::EverySecondBatch;
+    const BUILT: Sharing = Sharing::EverySecondBatch;
 }
 
 /// A batch for the parser thread: pod items to parse and convert, or pods the scanner's
@@ -83,12 +82,7 @@ impl<'scope> PodParser<'scope> {
     /// for good, and at most this many batches of parsed pods wait to be added.
     const IN_FLIGHT: usize = 8;
 
-    pub fn start(
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        file: &'scope str,
-        mut interner: PodInterner,
-        sharing: Sharing,
-    ) -> Self {
+    pub fn start(scope: &'scope std::thread::Scope<'scope, '_>, file: &'scope str, mut interner: PodInterner) -> Self {
         let (to_parser, queued) = sync_channel::<Work>(Self::IN_FLIGHT);
         let (done, parsed) = sync_channel(Self::IN_FLIGHT);
         let parser = scope.spawn(move || {
@@ -104,7 +98,7 @@ impl<'scope> PodParser<'scope> {
             interner
         });
         let batch = Vec::with_capacity(Self::BATCH);
-        PodParser { to_parser, parsed, parser, batch, in_flight: 0, refused: false, sharing, sent: 0 }
+        PodParser { to_parser, parsed, parser, batch, in_flight: 0, refused: false, sent: 0 }
     }
 
     /// Ends the parser thread (what it still had to parse is dropped) and takes its interner
@@ -125,16 +119,16 @@ impl<'scope> PodParser<'scope> {
         while let Ok(results) = self.parsed.try_recv() {
             self.add(results, target.reborrow())?;
         }
-        let parse_here = match self.sharing {
+        let parse_here = match Sharing::BUILT {
             Sharing::WhenBehind => self.in_flight == Self::IN_FLIGHT,
             #[cfg(test)]
             Sharing::EverySecondBatch => self.sent % 2 == 1,
         };
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH));
         let work = if parse_here {
-            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH));
             Work::Parsed(batch.into_iter().map(|queued| queued.parse_only(target.file)).collect())
         } else {
-            Work::Items(std::mem::replace(&mut self.batch, Vec::with_capacity(Self::BATCH)))
+            Work::Items(batch)
         };
         if self.in_flight == Self::IN_FLIGHT {
             self.receive(target.reborrow())?;
