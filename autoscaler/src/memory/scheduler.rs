@@ -16,12 +16,16 @@
 //!   cpu, 1 node(s) were unschedulable.`); then preemption is tried (see `preemption.rs`).
 //! - Pods with inter-pod affinity or topology spread constraints are retried in the same pass
 //!   after other pods were bound, since new pods can make them fit.
+//! - Within a pass, a pod that fits nowhere is answered from the search made for an earlier pod
+//!   alike (same compiled spec, labels and node pin; no claims, inter-pod terms or spread) while
+//!   no pod was placed in between: the same answer and message as a full search.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use rustc_hash::FxHashMap;
 use simulator::predicates::tolerates;
 use simulator::{ClusterSnapshot, NodeInfo, PodInfo};
 
@@ -43,9 +47,35 @@ pub(super) struct SchedulerState {
     pub retry_all: bool,
     /// No pod placed in the snapshot has a lower priority than this (a lower bound: pods that
     /// left are not taken out), so a pending pod at or below it has nothing to preempt and the
-    /// search over every node's pods is skipped. Found once per pass when first needed, lowered
-    /// as pods are bound; `None` when it has to be found again.
+    /// search over every node's pods is skipped. Found when first needed, lowered as pods are
+    /// placed; `None` when it has to be found again: after a node changed (finding it reads
+    /// every placed pod, so it is kept from one pass to the next).
     lowest_priority: Option<i32>,
+}
+
+/// What the filters read of a pending pod, for pods that need nothing else: no claims (their
+/// volumes are their own), no inter-pod terms and no spread constraints (they read the pods
+/// placed so far). Two pods alike get the same answer from the same snapshot.
+#[derive(PartialEq, Eq, Hash)]
+struct Alike {
+    /// The compiled spec (requests, tolerations, node selection, ports, priority, namespace),
+    /// by identity: pods of one spec share it.
+    shape: usize,
+    /// The labels existing pods' anti-affinity terms match, by identity.
+    labels: usize,
+    pinned_node: Option<Arc<str>>,
+}
+
+impl Alike {
+    fn of(pod: &PodInfo) -> Option<Alike> {
+        let independent =
+            pod.claims.is_empty() && !pod.has_inter_pod_affinity() && pod.shape.spread_constraints.is_empty();
+        independent.then(|| Alike {
+            shape: Arc::as_ptr(&pod.shape) as usize,
+            labels: pod.shared_labels().map_or(0, |l| Arc::as_ptr(l) as usize),
+            pinned_node: pod.pinned_node().map(Arc::from),
+        })
+    }
 }
 
 /// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
@@ -219,7 +249,6 @@ impl MemoryCluster {
         if !state.retry_all && state.new_pending.is_empty() {
             return;
         }
-        state.lowest_priority = None;
         let keys: Vec<ObjectKey> = if std::mem::take(&mut state.retry_all) {
             state.new_pending.clear();
             state.waiting.iter().cloned().collect()
@@ -235,18 +264,34 @@ impl MemoryCluster {
         loop {
             let mut bound_any = false;
             let mut retry = Vec::new();
+            // Why pods fit nowhere, by what the filters read of them, while the snapshot is
+            // unchanged: a burst of one Deployment's pods is one search over the nodes, not one
+            // per pod. Forgotten whenever a pod is placed (its node may now reject for more
+            // reasons, which the message counts) or a preemption terminates pods.
+            let mut unfit_alike: FxHashMap<Alike, String> = FxHashMap::default();
             for (key, info) in queue {
                 if !self.pods.get(&key).is_some_and(|p| waiting_for_scheduler(p)) {
                     continue;
                 }
-                match self.pick_node(&info) {
+                let alike = Alike::of(&info);
+                let outcome = match alike.as_ref().and_then(|a| unfit_alike.get(a)) {
+                    Some(message) => Err(message.clone()),
+                    None => self.pick_node(&info),
+                };
+                match outcome {
                     Ok(node) => {
                         self.bind(&key, node);
                         bound_any = true;
+                        unfit_alike.clear();
                     }
                     Err(message) => {
+                        if let Some(alike) = alike {
+                            unfit_alike.insert(alike, message.clone());
+                        }
                         self.mark_unschedulable(&key, message);
-                        self.preempt_for(&key, &info);
+                        if self.preempt_for(&key, &info) {
+                            unfit_alike.clear();
+                        }
                         if info.has_inter_pod_affinity() || !info.shape.spread_constraints.is_empty() {
                             retry.push((key, info));
                         }
@@ -275,7 +320,7 @@ impl MemoryCluster {
         let mut best: Option<(usize, Reverse<i64>, Arc<str>)> = None;
         // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
         // same few reasons, and formatting each node's was a good part of a pass.
-        let mut unfits: rustc_hash::FxHashMap<simulator::Unfit, usize> = Default::default();
+        let mut unfits: FxHashMap<simulator::Unfit, usize> = Default::default();
         let mut pre_filter: Option<String> = None;
         let mut total = 0;
         for (id, node) in snapshot.nodes() {

@@ -365,3 +365,28 @@ fn replicas_that_fit_nowhere_get_the_message_each_would_get_alone() {
         "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: x}, 2 Insufficient cpu."
     );
 }
+
+#[test]
+fn pods_alike_that_fit_nowhere_get_the_reasons_of_the_nodes_as_they_are_when_each_is_tried() {
+    let mut c = cluster();
+    c.apply(node("n1", "1", "8Gi")).unwrap();
+    c.apply(node("n2", "1", "2Gi")).unwrap();
+    // One spec and one label set: pods alike for the scheduler's filters.
+    let big = |name: &str, at: i64| {
+        let mut pod = created_at(pending_pod(name, "2", "1Gi"), at);
+        pod.metadata.labels = Some([("app".to_string(), "big".to_string())].into());
+        pod
+    };
+    c.apply(big("big-1", 1)).unwrap();
+    c.apply(created_at(pending_pod("small", "500m", "7680Mi"), 2)).unwrap();
+    c.apply(big("big-2", 3)).unwrap();
+    c.apply(big("big-3", 4)).unwrap();
+    c.advance(t(10));
+    assert_eq!(node_of(&c, "default", "small").as_deref(), Some("n1"));
+    let message = |name: &str| scheduled_condition(&c, "default", name).unwrap().2;
+    assert_eq!(message("big-1"), "0/2 nodes are available: 2 Insufficient cpu.");
+    // `small`, placed between them, changed why n1 does not fit: the later pods are not
+    // answered with big-1's reasons.
+    assert_eq!(message("big-2"), "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu.");
+    assert_eq!(message("big-3"), message("big-2"));
+}
