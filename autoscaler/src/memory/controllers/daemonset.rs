@@ -18,7 +18,7 @@ use simulator::{NodeInfo, PodInfo};
 use super::super::cluster::MemoryCluster;
 use super::super::pods::{bound_node, is_active, is_ready};
 use super::super::store::ObjectKey;
-use super::{controller_ref, sort_for_removal};
+use super::{controller_ref, first_to_remove};
 
 /// Tolerations the DaemonSet controller adds to every DaemonSet pod.
 pub fn daemonset_default_tolerations() -> Vec<Toleration> {
@@ -110,7 +110,7 @@ impl MemoryCluster {
             let selected = matches_node_selection(&probe, info);
             let should_run = selected && !untolerated(info.taints(), probe.tolerations(), &["NoSchedule", "NoExecute"]);
             let may_stay = selected && !untolerated(info.taints(), probe.tolerations(), &["NoExecute"]);
-            let mut pods = by_node.remove(node).unwrap_or_default();
+            let pods = by_node.remove(node).unwrap_or_default();
             if should_run {
                 desired += 1;
             }
@@ -123,8 +123,8 @@ impl MemoryCluster {
                 misscheduled += 1;
                 self.terminate_pods(&pods);
             } else if pods.len() > 1 {
-                sort_for_removal(&mut pods);
-                self.terminate_pods(&pods[..pods.len() - 1]);
+                let removed = first_to_remove(&pods, pods.len() - 1);
+                self.terminate_pods(&removed);
             }
         }
 

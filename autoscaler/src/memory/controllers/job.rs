@@ -18,7 +18,7 @@ use super::super::config::RUN_DURATION_ANNOTATION;
 use super::super::objects::ObjectKind;
 use super::super::pods::{is_active, is_ready, phase};
 use super::super::store::ObjectKey;
-use super::{controller_ref, sort_for_removal};
+use super::{controller_ref, first_to_remove};
 
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 pub const LEGACY_JOB_NAME_LABEL: &str = "job-name";
@@ -55,7 +55,7 @@ impl MemoryCluster {
         let suspended = spec.suspend == Some(true);
         let pods = self.owned_pods(&uid);
         let succeeded = count(&pods, |p| phase(p) == "Succeeded");
-        let mut active: Vec<Arc<Pod>> = pods.iter().filter(|p| is_active(p)).cloned().collect();
+        let active: Vec<Arc<Pod>> = pods.iter().filter(|p| is_active(p)).cloned().collect();
         let wanted = if suspended {
             0
         } else {
@@ -97,9 +97,8 @@ impl MemoryCluster {
                 );
             }
         } else if active.len() > wanted {
-            sort_for_removal(&mut active);
-            let extra = active.len() - wanted;
-            self.terminate_pods(&active[..extra]);
+            let removed = first_to_remove(&active, active.len() - wanted);
+            self.terminate_pods(&removed);
         }
 
         let pods = self.owned_pods(&uid);

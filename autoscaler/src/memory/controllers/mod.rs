@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::jiff::Timestamp;
 
 use super::cluster::{MemoryCluster, Workload};
 use super::pods::{bound_node, creation, is_ready, phase, ready_since};
@@ -32,11 +33,14 @@ pub(super) fn controller_ref(api_version: &str, kind: &str, meta: &ObjectMeta) -
     }
 }
 
-/// kube-controller-manager's order for removing replicas (`ActivePodsWithRanks`): unbound
-/// before bound, Pending before Running, not Ready before Ready, Ready for less time before
-/// longer, newer before older; then by name, for determinism.
-pub(super) fn sort_for_removal(pods: &mut [Arc<Pod>]) {
-    pods.sort_by_cached_key(|p| {
+/// The `count` pods to remove first, in kube-controller-manager's order for removing replicas
+/// (`ActivePodsWithRanks`): unbound before bound, Pending before Running, not Ready before
+/// Ready, Ready for less time before longer, newer before older; then by name, for
+/// determinism. Only the pods removed are put in order: a ramp removes a few of hundreds.
+pub(super) fn first_to_remove(pods: &[Arc<Pod>], count: usize) -> Vec<Arc<Pod>> {
+    /// Bound, phase, Ready, Ready since (latest first), created (newest first), name.
+    type Rank<'p> = (bool, u8, bool, Reverse<Option<Timestamp>>, Reverse<Option<Timestamp>>, &'p str);
+    fn rank(p: &Pod) -> Rank<'_> {
         let phase_rank = match phase(p) {
             "Pending" => 0,
             "Running" => 2,
@@ -48,9 +52,21 @@ pub(super) fn sort_for_removal(pods: &mut [Arc<Pod>]) {
             is_ready(p),
             Reverse(ready_since(p)),
             Reverse(creation(&p.metadata)),
-            p.metadata.name.clone(),
+            p.metadata.name.as_deref().unwrap_or(""),
         )
-    });
+    }
+    let count = count.min(pods.len());
+    if count == 0 {
+        return Vec::new();
+    }
+    let mut ranked: Vec<_> = pods.iter().map(|p| (rank(p), p)).collect();
+    // Names are unique among a controller's pods: the ranks are distinct, unstable is exact.
+    if count < ranked.len() {
+        ranked.select_nth_unstable_by(count - 1, |a, b| a.0.cmp(&b.0));
+        ranked.truncate(count);
+    }
+    ranked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    ranked.into_iter().map(|(_, p)| p.clone()).collect()
 }
 
 impl MemoryCluster {

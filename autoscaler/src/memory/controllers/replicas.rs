@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use super::super::cluster::{MemoryCluster, Workload};
 use super::super::pods::{is_active, is_ready};
 use super::super::store::ObjectKey;
-use super::{controller_ref, sort_for_removal};
+use super::{controller_ref, first_to_remove};
 
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
 
@@ -118,8 +118,8 @@ impl MemoryCluster {
                 self.create_pod(ObjectKey::new(&key.namespace, name), &template, owner.clone(), &[], &[], |_| {});
             }
         } else if active.len() > desired {
-            sort_for_removal(&mut active);
-            self.terminate_pods(&active[..active.len() - desired]);
+            let removed = first_to_remove(&active, active.len() - desired);
+            self.terminate_pods(&removed);
         }
 
         // Read again only when this sync created or removed pods (most syncs follow a pod's
