@@ -101,7 +101,9 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
             (g.id.clone(), g.target_size.saturating_sub(ctx.state.group(&g.id).map_or(0, |s| s.deletions_in_progress)))
         })
         .collect();
-    let mut totals = cluster_totals(ctx);
+    // Read off every node's capacity: only once a node has been unneeded long enough (most
+    // loops have none).
+    let mut totals: Option<BTreeMap<String, i64>> = None;
     let limiter = &ctx.cloud.resource_limiter;
     let mut ready_now: Vec<&Removable> = Vec::new();
     // Upstream checks empty nodes first, then nodes that need a drain.
@@ -128,6 +130,7 @@ pub fn decide(ctx: &ScaleDownContext, removable: &[Removable]) -> Decided {
             let gpu_type = ctx.cloud.node_gpus.get(&*r.name).map(|g| g.gpu_type.clone()).filter(|t| !t.is_empty());
             let info = NodeInfo::new(r.node.clone());
             let delta = node_delta(&info, gpu_type.as_deref(), NVIDIA_GPU);
+            let totals = totals.get_or_insert_with(|| cluster_totals(ctx));
             let exceeds = delta.iter().any(|(res, d)| {
                 limiter.min.contains_key(res) && totals.get(res).copied().unwrap_or(0) - d < limiter.min(res)
             });
