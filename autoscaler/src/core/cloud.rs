@@ -23,6 +23,7 @@ use cloudprovider::{
 use cloudprovider_static::instance_id_for_node;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::readiness::{Readiness, readiness};
 use super::templates::qualifies_as_template;
@@ -55,10 +56,12 @@ pub struct NodeGroupState {
 pub struct CloudState {
     pub provider_name: String,
     pub groups: Vec<NodeGroupState>,
-    /// Node name → index into `groups`, for nodes the provider manages.
-    pub node_groups: HashMap<String, usize>,
+    /// Node name → index into `groups`, for nodes the provider manages. (The maps and sets
+    /// keyed by node are filled every loop, one entry per node: a fast hash, as the keys are
+    /// the cluster's own names.)
+    pub node_groups: FxHashMap<String, usize>,
     /// Node name → GPU configuration, for GPU nodes.
-    pub node_gpus: HashMap<String, GpuConfig>,
+    pub node_gpus: FxHashMap<String, GpuConfig>,
     pub gpu_label: String,
     pub resource_limiter: ResourceLimiter,
     pub pricing: Option<Arc<dyn PricingModel>>,
@@ -129,7 +132,7 @@ impl CloudState {
             ..Default::default()
         };
         let groups = provider.node_groups().await;
-        let index_of: HashMap<&str, usize> = groups.iter().enumerate().map(|(i, g)| (g.id(), i)).collect();
+        let index_of: FxHashMap<&str, usize> = groups.iter().enumerate().map(|(i, g)| (g.id(), i)).collect();
         let owners: Vec<Option<Arc<dyn NodeGroup>>> =
             stream::iter(nodes.iter().map(|node| provider.node_group_for_node(node)))
                 .buffered(IN_FLIGHT)
@@ -137,27 +140,35 @@ impl CloudState {
                 .await?;
         // Per group: its nodes' instance ids, and the first node that can be its template (the
         // one `build_templates` will take, as it walks the nodes in the same order).
-        let mut members: Vec<HashSet<String>> = vec![HashSet::new(); groups.len()];
+        let mut members: Vec<FxHashSet<String>> = vec![FxHashSet::default(); groups.len()];
+        state.node_groups.reserve(nodes.len());
         let mut template_node: Vec<Option<&Node>> = vec![None; groups.len()];
+        let mut registered: FxHashSet<String> = FxHashSet::default();
+        registered.reserve(nodes.len());
         for (node, owner) in nodes.iter().zip(owners) {
             let name = node.metadata.name.clone().unwrap_or_default();
+            let instance_id = instance_id_for_node(node);
             if let Some(group) = owner
                 && let Some(&i) = index_of.get(group.id())
             {
                 state.node_groups.insert(name.clone(), i);
-                members[i].insert(instance_id_for_node(node));
+                members[i].insert(instance_id.clone());
                 // Readiness's startup time only tells not-started from unready nodes; either
-                // is not ready, which is all that matters here.
-                let ready = readiness(node, now, Duration::ZERO, options, &state.gpu_label) == Readiness::Ready;
-                if template_node[i].is_none() && qualifies_as_template(node, ready, now) {
+                // is not ready, which is all that matters here. Read only until the group has
+                // its template node.
+                let qualifies = || {
+                    let ready = readiness(node, now, Duration::ZERO, options, &state.gpu_label) == Readiness::Ready;
+                    qualifies_as_template(node, ready, now)
+                };
+                if template_node[i].is_none() && qualifies() {
                     template_node[i] = Some(node);
                 }
             }
+            registered.insert(instance_id);
             if let Some(gpu) = provider.node_gpu_config(node) {
                 state.node_gpus.insert(name, gpu);
             }
         }
-        let registered: HashSet<String> = nodes.iter().map(|n| instance_id_for_node(n)).collect();
         if let Some((cache, _)) = cache.as_mut() {
             cache.begin();
         }
@@ -367,8 +378,8 @@ impl InstanceCache {
     fn usable(
         &self,
         id: &str,
-        members: &HashSet<String>,
-        registered: &HashSet<String>,
+        members: &FxHashSet<String>,
+        registered: &FxHashSet<String>,
         scaling_up: ScalingUp<'_>,
         now: Timestamp,
     ) -> Option<Cached> {
@@ -408,10 +419,10 @@ impl InstanceCache {
 
 /// Every remembered instance is a registered, running node without errors, and every node of
 /// the group is one of them.
-fn settled(instances: &[Instance], members: &HashSet<String>, registered: &HashSet<String>) -> bool {
+fn settled(instances: &[Instance], members: &FxHashSet<String>, registered: &FxHashSet<String>) -> bool {
     let running =
         |i: &Instance| i.status.as_ref().is_none_or(|s| s.state == InstanceState::Running && s.error.is_none());
-    let known: HashSet<&str> = instances.iter().map(|i| i.id.as_str()).collect();
+    let known: FxHashSet<&str> = instances.iter().map(|i| i.id.as_str()).collect();
     instances.iter().all(|i| running(i) && registered.contains(&i.id))
         && members.iter().all(|m| known.contains(m.as_str()))
 }

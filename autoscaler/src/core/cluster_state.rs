@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::cloud::CloudState;
 use super::readiness::{Readiness, readiness};
@@ -41,7 +42,8 @@ pub struct GroupState {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterState {
-    pub readiness: HashMap<String, Readiness>,
+    /// Node name → readiness (a fast hash: filled every loop, one entry per node).
+    pub readiness: FxHashMap<String, Readiness>,
     pub groups: HashMap<String, GroupState>,
     pub ready: usize,
     pub unready: usize,
@@ -82,7 +84,9 @@ impl ClusterState {
         for g in &cloud.groups {
             state.groups.insert(g.id.clone(), GroupState { healthy: true, ..Default::default() });
         }
-        let mut registered_ids: HashMap<String, ()> = HashMap::new();
+        let mut registered_ids: FxHashSet<String> = FxHashSet::default();
+        registered_ids.reserve(view.nodes.len());
+        state.readiness.reserve(view.nodes.len());
         for node in &view.nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let group = cloud.group_of_node(&name);
@@ -102,12 +106,12 @@ impl ClusterState {
                     Readiness::NotStarted => gs.not_started += 1,
                 }
             }
-            registered_ids.insert(cloudprovider_static::instance_id_for_node(node), ());
+            registered_ids.insert(cloudprovider_static::instance_id_for_node(node));
             state.readiness.insert(name, r);
         }
         for g in &cloud.groups {
             let gs = state.groups.get_mut(&g.id).expect("group registered above");
-            gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains_key(&i.id)).count();
+            gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains(&i.id)).count();
             // What a freshly started autoscaler knows: every instance without a Node is seen for
             // the first time, so none is long unregistered and all the target owes is upcoming;
             // no scale-up request of its own is in flight, so every node the target owes beyond

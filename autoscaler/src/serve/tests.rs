@@ -111,7 +111,7 @@ fn state() -> ClusterState {
         GroupState { unregistered: 3, long_unregistered: 1, deletions_in_progress: 2, ..Default::default() },
     );
     groups.insert("g2".to_string(), GroupState { unregistered: 1, ..Default::default() });
-    ClusterState { readiness: HashMap::new(), groups, ready: 4, unready: 1, not_started: 2, healthy: true }
+    ClusterState { readiness: Default::default(), groups, ready: 4, unready: 1, not_started: 2, healthy: true }
 }
 
 fn deleted(node: &str, reason: RemovalReason) -> DeletedNode {
