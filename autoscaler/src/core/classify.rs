@@ -134,12 +134,17 @@ fn sort(
         pending_count: 0,
         unprocessed_count: 0,
     };
+    // Pods share their node's name (the sources intern it): a node's slot is found by the
+    // name's address once, not by hashing the name again for each of its pods.
+    let mut slot_by_address: FxHashMap<(*const u8, usize), Option<usize>> = FxHashMap::default();
     for (at, pod) in view.pods.iter().enumerate() {
         let (marked, bypassed) = (is_unschedulable(pod), awaits_bypassed_scheduler(pod, options));
         kept.pending_count += usize::from(marked);
         kept.unprocessed_count += usize::from(bypassed);
         let unschedulable = marked || bypassed;
-        let bound_to = pod.node_name().and_then(|n| node_slots.get(n));
+        let bound_to = pod
+            .node_name()
+            .and_then(|n| *slot_by_address.entry((n.as_ptr(), n.len())).or_insert_with(|| node_slots.get(n).copied()));
         if bound_to.is_none() && !unschedulable {
             continue;
         }
@@ -154,7 +159,7 @@ fn sort(
             continue;
         }
         let nominated_to = pod.state.nominated_node_name.as_deref().filter(|n| node_slots.contains_key(n));
-        if let Some(&slot) = bound_to {
+        if let Some(slot) = bound_to {
             kept.scheduled[slot].push(at);
         } else if let Some(node) = nominated_to {
             // Upstream ignores such pods for scale-up and counts them on the nominated node as
