@@ -156,11 +156,13 @@ impl CloudState {
                 // Readiness's startup time only tells not-started from unready nodes; either
                 // is not ready, which is all that matters here. Read only until the group has
                 // its template node.
-                let qualifies = || {
-                    let ready = readiness(node, now, Duration::ZERO, options, &state.gpu_label) == Readiness::Ready;
-                    qualifies_as_template(node, ready, now)
-                };
-                if template_node[i].is_none() && qualifies() {
+                if template_node[i].is_none()
+                    && qualifies_as_template(
+                        node,
+                        readiness(node, now, Duration::ZERO, options, &state.gpu_label) == Readiness::Ready,
+                        now,
+                    )
+                {
                     template_node[i] = Some(node);
                 }
             }

@@ -59,7 +59,9 @@ pub(super) struct SchedulerState {
 #[derive(PartialEq, Eq, Hash)]
 struct Alike {
     /// The compiled spec (requests, tolerations, node selection, ports, priority, namespace),
-    /// by identity: pods of one spec share it.
+    /// by identity: pods of one spec share it. An address stands for one spec for the whole
+    /// pass: the stored pods keep their shapes and labels alive, and a pass makes no new ones
+    /// (placing a pod or marking it keeps its shape).
     shape: usize,
     /// The labels existing pods' anti-affinity terms match, by identity.
     labels: usize,
