@@ -8,7 +8,7 @@
 //! without any says nothing about volumes, and the filters stay off.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec, ReplicationController,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use rustc_hash::FxHashMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use simulator::pod::{PodInfo, PodInterner};
@@ -107,9 +108,12 @@ impl SnapshotError {
 /// warning; copies that differ are an error, since either could be the cluster's.
 #[derive(Debug, Default)]
 pub struct Seen {
-    /// Each object's place and fingerprint: keeping the objects themselves would hold the
-    /// whole dump a second time.
-    objects: HashMap<(String, String, String, String), (String, crate::json_scan::Fingerprint)>,
+    /// Each object's first copy, by [`object_key`]: keeping the objects themselves would hold
+    /// the whole dump a second time. One entry per object read (76,000 pods make 76,000), so
+    /// it is kept small: a single key string, the file as an index into `files`.
+    objects: FxHashMap<Box<str>, FirstCopy>,
+    /// The files read, in order (`FirstCopy::file` indexes them).
+    files: Vec<String>,
     /// The warnings about identical copies, one per copy.
     pub warnings: Vec<String>,
     /// (file, kind, field path without indices) → how many objects have that unknown field.
@@ -118,7 +122,44 @@ pub struct Seen {
     interner: PodInterner,
 }
 
+/// Where an object was first read, and what its contents were.
+#[derive(Debug)]
+struct FirstCopy {
+    file: u32,
+    /// Its place in the file (`items[3]`, `document 2`).
+    position: Box<str>,
+    fingerprint: crate::json_scan::Fingerprint,
+}
+
+/// An object's identity: API group, kind, namespace and name, joined by a byte no name holds.
+fn object_key(survey: &Survey) -> Box<str> {
+    let parts = [
+        survey_group(survey),
+        survey_kind(survey),
+        survey.namespace.as_deref().unwrap_or(""),
+        survey.name.as_deref().unwrap_or(""),
+    ];
+    parts.join("\0").into_boxed_str()
+}
+
 impl Seen {
+    /// The index of `file` in `files`, added when new (files are few; the last is the usual one).
+    fn file_index(&mut self, file: &str) -> u32 {
+        match self.files.iter().rposition(|f| f == file) {
+            Some(i) => u32::try_from(i).unwrap_or(u32::MAX),
+            None => {
+                self.files.push(file.to_string());
+                u32::try_from(self.files.len() - 1).unwrap_or(u32::MAX)
+            }
+        }
+    }
+
+    /// How errors and warnings name the first copy of the object `survey` describes.
+    fn describe_first(&self, first: &FirstCopy, survey: &Survey) -> String {
+        let file = self.files.get(first.file as usize).map_or("?", String::as_str);
+        format!("{file}: {}", describe(survey, &first.position))
+    }
+
     fn count_unknown_fields(&mut self, file: &str, kind: &str, paths: Vec<String>) {
         for path in paths {
             let key = (file.to_string(), kind.to_string(), objects::path_pattern(&path));
@@ -656,26 +697,22 @@ fn admit(seen: &mut Seen, survey: &Survey, file: &str, position: &str) -> Result
         });
     }
     let described = describe(survey, position);
-    let name = survey.name.as_deref().unwrap_or("");
-    if !name.is_empty() {
-        let namespace = survey.namespace.as_deref().unwrap_or("");
-        let key = (
-            survey_group(survey).to_string(),
-            survey_kind(survey).to_string(),
-            namespace.to_string(),
-            name.to_string(),
-        );
+    if survey.name.as_deref().is_some_and(|name| !name.is_empty()) {
+        let key = object_key(survey);
         match seen.objects.get(&key) {
-            Some((first, copy)) if *copy == survey.fingerprint => {
+            Some(copy) if copy.fingerprint == survey.fingerprint => {
+                let first = seen.describe_first(copy, survey);
                 seen.warnings.push(format!("{file}: {described}: the same object as {first}; read once"));
                 return Ok(None);
             }
-            Some((first, _)) => {
-                let first = first.clone();
+            Some(copy) => {
+                let first = seen.describe_first(copy, survey);
                 return Err(SnapshotError::Duplicate { file: file.into(), line: None, item: described, first });
             }
             None => {
-                seen.objects.insert(key, (format!("{file}: {described}"), survey.fingerprint));
+                let file = seen.file_index(file);
+                seen.objects
+                    .insert(key, FirstCopy { file, position: position.into(), fingerprint: survey.fingerprint });
             }
         }
     }
@@ -843,7 +880,28 @@ fn refused_in_workload(template: Option<&PodTemplateSpec>, replicas: Option<i32>
 /// Sorts objects by name so that reports and decisions do not depend on dump order.
 pub fn normalize(view: &mut ClusterView) {
     view.nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    view.pods.sort_by(|a, b| (a.namespace(), a.name()).cmp(&(b.namespace(), b.name())));
+    sort_pods(&mut view.pods);
+}
+
+/// Pods by namespace, then name (ties keep their order). One `kubectl get` lists them in that
+/// order already, found in one pass. Otherwise each pod's namespace and name are found once,
+/// not at every comparison: on a 76,000-pod dump in another order, finding them again was
+/// most of the sort.
+fn sort_pods(pods: &mut Vec<Arc<PodInfo>>) {
+    fn key(pod: &PodInfo) -> (&str, &str) {
+        (pod.namespace(), pod.name())
+    }
+    if pods.is_sorted_by(|a, b| key(a) <= key(b)) {
+        return;
+    }
+    let order = {
+        let keys: Vec<_> = pods.iter().map(|pod| key(pod)).collect();
+        let mut order: Vec<usize> = (0..pods.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+        order
+    };
+    let mut unsorted: Vec<Option<Arc<PodInfo>>> = std::mem::take(pods).into_iter().map(Some).collect();
+    *pods = order.into_iter().filter_map(|i| unsorted.get_mut(i).and_then(Option::take)).collect();
 }
 
 #[cfg(test)]
