@@ -9,10 +9,10 @@
 //! inside a scalar is checked by the parser that reads the item afterwards.
 
 use std::borrow::Cow;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Read;
 
-use foldhash::quality::FixedState;
+use foldhash::quality::{FixedState, FoldHasher};
 use serde_json::Value;
 
 /// What the reader needs of an object before reading it as its type.
@@ -73,13 +73,24 @@ impl Fingerprint {
         Fingerprint::lanes(|h| h.hash_one((tag, bytes)))
     }
 
-    fn entry(key: Fingerprint, value: Fingerprint) -> Fingerprint {
-        let mut lane = 0;
-        Fingerprint::lanes(|h| {
-            let out = h.hash_one((ENTRY, key.0[lane], value.0[lane]));
-            lane += 1;
-            out
-        })
+    /// A mapping entry's fingerprint, begun with its key: its key's text is hashed straight into
+    /// the entry's (not first into a fingerprint of its own: keys are half of what the scanner
+    /// hashes).
+    fn entry_key(key: &[u8]) -> EntryKey {
+        EntryKey(SEEDS.map(|seed| {
+            let mut hasher = FixedState::with_seed(seed).build_hasher();
+            (ENTRY, key).hash(&mut hasher);
+            hasher
+        }))
+    }
+
+    /// The entry begun with `key`, its value's fingerprint added.
+    fn entry(key: EntryKey, value: Fingerprint) -> Fingerprint {
+        let mut lanes = key.0;
+        for (hasher, lane) in lanes.iter_mut().zip(value.0) {
+            hasher.write_u64(lane);
+        }
+        Fingerprint(lanes.map(|hasher| hasher.finish()))
     }
 
     /// The fingerprint of a parsed value: the same as the scanner's of its JSON text.
@@ -97,12 +108,21 @@ impl Fingerprint {
             Value::Object(map) => {
                 let mut mapping = Container::new(true);
                 for (key, value) in map {
-                    let key = Fingerprint::token(STRING, key.as_bytes());
+                    let key = Fingerprint::entry_key(key.as_bytes());
                     mapping.add(Fingerprint::entry(key, Fingerprint::of_value(value)));
                 }
                 mapping.finish()
             }
         }
+    }
+}
+
+/// A mapping entry's hashers, one per lane, its key written.
+struct EntryKey([FoldHasher<'static>; 2]);
+
+impl std::fmt::Debug for EntryKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EntryKey")
     }
 }
 
@@ -156,7 +176,7 @@ enum Role {
 struct Frame {
     container: Container,
     /// The key of the entry whose value is being read (mappings).
-    key: Option<Fingerprint>,
+    key: Option<EntryKey>,
     role: Role,
 }
 
@@ -322,7 +342,7 @@ fn key(s: &[u8], at: usize, at_eof: bool, stack: &mut [Frame], survey: &mut Surv
     }
     let (end, text) = string(s, at, at_eof)?;
     let top = stack.last_mut().expect("a mapping is open");
-    top.key = Some(Fingerprint::token(STRING, &text));
+    top.key = Some(Fingerprint::entry_key(&text));
     let role = match (top.role, &*text) {
         (Role::Item, b"kind") => Role::Kind,
         (Role::Item, b"apiVersion") => Role::ApiVersion,
