@@ -196,10 +196,16 @@ fn is_whitespace(b: u8) -> bool {
 }
 
 fn skip_whitespace(s: &[u8], mut i: usize) -> usize {
-    while i < s.len() && is_whitespace(s[i]) {
-        i += 1;
+    // Spaces eight at a time: `kubectl -o json` indents every line, and a third of a dump's
+    // bytes are that indentation.
+    const SPACES: [u8; 8] = [b' '; 8];
+    loop {
+        match s.get(i) {
+            Some(b' ') if s.get(i..i + 8) == Some(&SPACES[..]) => i += 8,
+            Some(&b) if is_whitespace(b) => i += 1,
+            _ => return i,
+        }
     }
-    i
 }
 
 /// The string starting at `s[at]` (a `"`): the index after it and its contents, unescaped.
@@ -537,6 +543,19 @@ impl<R: Read> Scanner<R> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn whitespace_is_skipped_to_the_first_other_byte_whatever_its_mix_and_length() {
+        for spaces in 0..20 {
+            for before in ["", "\n", "\r\n", "\t", " \n\t"] {
+                for after in ["", "\"x\"", "\t}", "\n  ]"] {
+                    let text = format!("{before}{}{after}", " ".repeat(spaces));
+                    let expected = text.len() - text.trim_start_matches([' ', '\n', '\r', '\t']).len();
+                    assert_eq!(skip_whitespace(text.as_bytes(), 0), expected, "{text:?}");
+                }
+            }
+        }
+    }
 
     fn survey(text: &str) -> Survey {
         let mut scanner = Scanner::new(text.as_bytes());
