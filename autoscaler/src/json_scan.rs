@@ -26,7 +26,38 @@ pub struct Survey {
     pub namespace: Option<String>,
     /// Whether the object has a `metadata` field at all.
     pub has_metadata: bool,
-    pub fingerprint: Fingerprint,
+    pub contents: Contents,
+}
+
+/// How two copies of an object are told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// The object's fingerprint, taken as it was read.
+    Fingerprint(Fingerprint),
+    /// Where its text lies in the input (bytes from the start): a reader that can read its
+    /// input again ([`Scanner::locating`]) fingerprints an object only when another copy of it
+    /// turns up ([`fingerprint`]), which is rare; fingerprinting every object was a tenth of
+    /// reading a dump.
+    At { offset: u64, len: usize },
+}
+
+impl Default for Contents {
+    fn default() -> Contents {
+        Contents::Fingerprint(Fingerprint::default())
+    }
+}
+
+/// The fingerprint of the JSON value `text` (whitespace around it allowed); `None` if `text`
+/// is not one JSON value.
+pub fn fingerprint(text: &[u8]) -> Option<Fingerprint> {
+    match scan(text, true, &mut Vec::new(), true) {
+        Ok((len, Survey { contents: Contents::Fingerprint(fingerprint), .. }))
+            if skip_whitespace(text, len) == text.len() =>
+        {
+            Some(fingerprint)
+        }
+        _ => None,
+    }
 }
 
 impl Survey {
@@ -42,7 +73,7 @@ impl Survey {
             name: text(meta.and_then(|m| m.get("name"))),
             namespace: text(meta.and_then(|m| m.get("namespace"))),
             has_metadata: meta.is_some(),
-            fingerprint: Fingerprint::of_value(value),
+            contents: Contents::Fingerprint(Fingerprint::of_value(value)),
         }
     }
 }
@@ -191,21 +222,26 @@ enum Stop {
 /// How deep lists and mappings may nest, as serde_json allows (the values are parsed by it).
 const MAX_DEPTH: usize = 128;
 
-fn is_whitespace(b: u8) -> bool {
-    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
-}
-
 fn skip_whitespace(s: &[u8], mut i: usize) -> usize {
-    // Spaces eight at a time: `kubectl -o json` indents every line, and a third of a dump's
-    // bytes are that indentation.
-    const SPACES: [u8; 8] = [b' '; 8];
-    loop {
-        match s.get(i) {
-            Some(b' ') if s.get(i..i + 8) == Some(&SPACES[..]) => i += 8,
-            Some(&b) if is_whitespace(b) => i += 1,
-            _ => return i,
+    // A line's indentation eight spaces at a time: `kubectl -o json` indents every line, and a
+    // third of a dump's bytes are that indentation.
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    while let Some(&b) = s.get(i) {
+        match b {
+            b'\n' => {
+                i += 1;
+                while let Some(word) = s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+                    if u64::from_ne_bytes(word) != SPACES {
+                        break;
+                    }
+                    i += 8;
+                }
+            }
+            b' ' | b'\r' | b'\t' => i += 1,
+            _ => break,
         }
     }
+    i
 }
 
 /// The string starting at `s[at]` (a `"`): the index after it and its contents, unescaped.
@@ -246,7 +282,12 @@ fn text_of(bytes: &[u8]) -> String {
 
 /// Scans the value at the start of `s` (whitespace first is skipped and counted in `len`).
 /// `at_eof`: nothing follows `s`, so a value cut short is an error rather than `More`.
-fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey), Stop> {
+/// `fingerprints`: the survey's contents are the value's fingerprint; otherwise its place
+/// (`Contents::At`, offset 0), and nothing is hashed.
+fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>, fingerprints: bool) -> Result<(usize, Survey), Stop> {
+    let token = |tag: u8, bytes: &[u8]| {
+        if fingerprints { Fingerprint::token(tag, bytes) } else { Fingerprint::default() }
+    };
     stack.clear();
     let mut survey = Survey::default();
     let mut i = 0;
@@ -271,9 +312,10 @@ fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey
                 let Some(&c) = s.get(i) else { return Err(end_of_input(i, at_eof, "EOF while parsing a value")) };
                 if c == if mapping { b'}' } else { b']' } {
                     i += 1;
-                    stack.pop().expect("pushed above").container.finish()
+                    let container = stack.pop().expect("pushed above").container;
+                    if fingerprints { container.finish() } else { Fingerprint::default() }
                 } else if mapping {
-                    (i, role) = key(s, i, at_eof, stack, &mut survey)?;
+                    (i, role) = key(s, i, at_eof, stack, &mut survey, fingerprints)?;
                     continue 'value;
                 } else {
                     role = Role::Other;
@@ -290,7 +332,7 @@ fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey
                     Role::Item | Role::Metadata | Role::Other => {}
                 }
                 i = end;
-                Fingerprint::token(STRING, &text)
+                token(STRING, &text)
             }
             b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
                 let start = i;
@@ -300,26 +342,29 @@ fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey
                 if i == s.len() && !at_eof {
                     return Err(Stop::More);
                 }
-                Fingerprint::token(SCALAR, &s[start..i])
+                token(SCALAR, &s[start..i])
             }
             _ => return Err(Stop::Invalid { at: i, message: "expected value" }),
         };
         // A value is complete: it goes into its list or mapping, which may then be complete.
         loop {
             let Some(top) = stack.last_mut() else {
-                survey.fingerprint = value;
+                survey.contents =
+                    if fingerprints { Contents::Fingerprint(value) } else { Contents::At { offset: 0, len: i } };
                 return Ok((i, survey));
             };
-            match top.key.take() {
-                Some(key) => top.container.add(Fingerprint::entry(key, value)),
-                None => top.container.add(value),
+            if fingerprints {
+                match top.key.take() {
+                    Some(key) => top.container.add(Fingerprint::entry(key, value)),
+                    None => top.container.add(value),
+                }
             }
             let mapping = top.container.mapping;
             i = skip_whitespace(s, i);
             let Some(&c) = s.get(i) else { return Err(end_of_input(i, at_eof, "EOF while parsing a value")) };
             match (c, mapping) {
                 (b',', true) => {
-                    (i, role) = key(s, skip_whitespace(s, i + 1), at_eof, stack, &mut survey)?;
+                    (i, role) = key(s, skip_whitespace(s, i + 1), at_eof, stack, &mut survey, fingerprints)?;
                     continue 'value;
                 }
                 (b',', false) => {
@@ -329,7 +374,8 @@ fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey
                 }
                 (b'}', true) | (b']', false) => {
                     i += 1;
-                    value = stack.pop().expect("the top").container.finish();
+                    let container = stack.pop().expect("the top").container;
+                    value = if fingerprints { container.finish() } else { Fingerprint::default() };
                 }
                 (_, true) => return Err(Stop::Invalid { at: i, message: "expected `,` or `}`" }),
                 (_, false) => return Err(Stop::Invalid { at: i, message: "expected `,` or `]`" }),
@@ -340,7 +386,14 @@ fn scan(s: &[u8], at_eof: bool, stack: &mut Vec<Frame>) -> Result<(usize, Survey
 
 /// Reads the key at `s[at]` and its colon into the mapping at the top of `stack`: the index of
 /// the value and its role.
-fn key(s: &[u8], at: usize, at_eof: bool, stack: &mut [Frame], survey: &mut Survey) -> Result<(usize, Role), Stop> {
+fn key(
+    s: &[u8],
+    at: usize,
+    at_eof: bool,
+    stack: &mut [Frame],
+    survey: &mut Survey,
+    fingerprints: bool,
+) -> Result<(usize, Role), Stop> {
     match s.get(at) {
         Some(b'"') => {}
         Some(_) => return Err(Stop::Invalid { at, message: "key must be a string" }),
@@ -348,7 +401,9 @@ fn key(s: &[u8], at: usize, at_eof: bool, stack: &mut [Frame], survey: &mut Surv
     }
     let (end, text) = string(s, at, at_eof)?;
     let top = stack.last_mut().expect("a mapping is open");
-    top.key = Some(Fingerprint::entry_key(&text));
+    if fingerprints {
+        top.key = Some(Fingerprint::entry_key(&text));
+    }
     let role = match (top.role, &*text) {
         (Role::Item, b"kind") => Role::Kind,
         (Role::Item, b"apiVersion") => Role::ApiVersion,
@@ -414,6 +469,10 @@ pub struct Scanner<R> {
     eof: bool,
     /// The position of `buffer[start]`.
     at: Position,
+    /// The byte offset of `buffer[start]` in the input.
+    offset: u64,
+    /// Whether surveys carry fingerprints, or only where their values lie (`locating`).
+    fingerprints: bool,
     stack: Vec<Frame>,
 }
 
@@ -429,6 +488,7 @@ impl<R: Read> Scanner<R> {
     /// Room for the largest value read so far; 1 MiB to start with.
     const CHUNK: usize = 1 << 20;
 
+    /// A scanner whose surveys carry each value's fingerprint.
     pub fn new(input: R) -> Scanner<R> {
         Scanner {
             input,
@@ -437,8 +497,17 @@ impl<R: Read> Scanner<R> {
             end: 0,
             eof: false,
             at: Position { line: 1, column: 1 },
+            offset: 0,
+            fingerprints: true,
             stack: Vec::new(),
         }
+    }
+
+    /// A scanner whose surveys say where each value lies (`Contents::At`), for a reader that
+    /// can read its input again, or never compares copies. `offset`: where `input` starts in
+    /// the text.
+    pub fn locating(input: R, offset: u64) -> Scanner<R> {
+        Scanner { offset, fingerprints: false, ..Scanner::new(input) }
     }
 
     /// Reads more of the input after the unread text, making room first.
@@ -476,6 +545,7 @@ impl<R: Read> Scanner<R> {
     pub fn consume(&mut self, n: usize) {
         self.at = self.at.after(&self.buffer[self.start..self.start + n]);
         self.start += n;
+        self.offset += n as u64;
     }
 
     /// The next byte that is not whitespace, which stays unread (`None` at the end).
@@ -514,8 +584,11 @@ impl<R: Read> Scanner<R> {
             return Err(self.error(0, "EOF while parsing a value"));
         }
         loop {
-            match scan(&self.buffer[self.start..self.end], self.eof, &mut self.stack) {
-                Ok((len, survey)) => {
+            match scan(&self.buffer[self.start..self.end], self.eof, &mut self.stack, self.fingerprints) {
+                Ok((len, mut survey)) => {
+                    if let Contents::At { offset, .. } = &mut survey.contents {
+                        *offset = self.offset;
+                    }
                     if let Err(e) = std::str::from_utf8(&self.unread()[..len]) {
                         return Err(self.error(e.valid_up_to(), "invalid UTF-8"));
                     }
@@ -576,7 +649,8 @@ mod tests {
         let expected = Fingerprint::of_value(&object);
         for text in [&compact, &pretty, &reordered] {
             let s = survey(text);
-            assert_eq!(s.fingerprint, expected, "{text}");
+            assert_eq!(s.contents, Contents::Fingerprint(expected), "{text}");
+            assert_eq!(fingerprint(text.as_bytes()), Some(expected), "{text}");
             assert_eq!(
                 (s.kind.as_deref(), s.api_version.as_deref(), s.name.as_deref(), s.namespace.as_deref()),
                 (Some("Pod"), Some("v1"), Some("p"), Some("ns"))
@@ -591,12 +665,35 @@ mod tests {
             compact.replace(r#""a":"b","c":"d""#, r#""a":"d","c":"b""#),
             compact.replace(r#""empty":{}"#, r#""empty":[]"#),
         ] {
-            assert_ne!(survey(&other).fingerprint, expected, "{other}");
+            assert_ne!(survey(&other).contents, Contents::Fingerprint(expected), "{other}");
         }
         // Only the item's own kind and metadata are surveyed.
         let nested = survey(r#"{"spec": {"kind": "Pod", "metadata": {"name": "x"}}, "items": [{"kind": "Node"}]}"#);
         assert_eq!((nested.kind, nested.name, nested.has_metadata), (None, None, false));
         assert!(!survey("[1, 2]").is_object);
+    }
+
+    #[test]
+    fn a_locating_scanner_says_where_each_value_lies_for_it_to_be_fingerprinted_later() {
+        let values = [r#"{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": [1, "a"]}}"#, "7", r#"["é", {}]"#];
+        let prefix = "xyz"; // what the reader skipped before handing the input over
+        let text = format!("{prefix}{}", values.join(" ,\n   "));
+        let mut scanner = Scanner::locating(&text.as_bytes()[prefix.len()..], prefix.len() as u64);
+        for value in values {
+            let found = scanner.value().unwrap();
+            let Contents::At { offset, len } = found.survey.contents else { panic!("{value}: {found:?}") };
+            let offset = usize::try_from(offset).unwrap();
+            let located = &text.as_bytes()[offset..offset + len];
+            assert_eq!(located.trim_ascii(), value.as_bytes());
+            let expected = Fingerprint::of_value(&serde_json::from_str(value).unwrap());
+            assert_eq!(fingerprint(located), Some(expected), "{value}");
+            scanner.consume(found.len);
+            if scanner.peek().unwrap() == Some(b',') {
+                scanner.consume(1);
+            }
+        }
+        assert_eq!(fingerprint(b"{} x"), None);
+        assert_eq!(fingerprint(b"{\"a\": "), None);
     }
 
     #[test]

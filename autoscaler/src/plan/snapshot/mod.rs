@@ -26,7 +26,7 @@ use serde_json::Value;
 use simulator::pod::{PodInfo, PodInterner};
 
 use crate::core::ClusterView;
-use crate::json_scan::{Position, ScanError, Scanner, Survey};
+use crate::json_scan::{Contents, Fingerprint, Position, ScanError, Scanner, Survey};
 use crate::kube_adapter::lean;
 use crate::podscaling::file_metrics::MetricLists;
 
@@ -128,7 +128,7 @@ struct FirstCopy {
     file: u32,
     /// Its place in the file (`items[3]`, `document 2`).
     position: Box<str>,
-    fingerprint: crate::json_scan::Fingerprint,
+    contents: Contents,
 }
 
 /// An object's identity: API group, kind, namespace and name, joined by a byte no name holds.
@@ -152,6 +152,13 @@ impl Seen {
                 u32::try_from(self.files.len() - 1).unwrap_or(u32::MAX)
             }
         }
+    }
+
+    /// Whether the object `survey` describes, read in `file`, has the contents of its first
+    /// copy. A copy known by its place is fingerprinted now, its text read again.
+    fn same_contents(&self, first: &FirstCopy, file: &str, survey: &Survey) -> Result<bool, SnapshotError> {
+        let first_file = self.files.get(first.file as usize).map_or("", String::as_str);
+        Ok(fingerprint_of(first_file, first.contents)? == fingerprint_of(file, survey.contents)?)
     }
 
     /// How errors and warnings name the first copy of the object `survey` describes.
@@ -191,12 +198,18 @@ pub fn load_into(
 ) -> Result<(), SnapshotError> {
     let name = if source == "-" { "<stdin>" } else { source };
     let read_error = |e| SnapshotError::Read { file: name.into(), source: e };
+    // Whether the source can be read again at an offset: a regular file, not stdin or a pipe.
+    let mut rereadable = false;
     let input: Box<dyn Read> = if source == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        Box::new(std::fs::File::open(Path::new(source)).map_err(read_error)?)
+        let file = std::fs::File::open(Path::new(source)).map_err(read_error)?;
+        rereadable = file.metadata().is_ok_and(|m| m.is_file());
+        Box::new(file)
     };
     let mut input = std::io::BufReader::with_capacity(1 << 20, input);
+    // Bytes of whitespace before the text: where the scanner's offsets start in the file.
+    let mut skipped = 0u64;
     let starts_json = loop {
         let buffer = input.fill_buf().map_err(read_error)?;
         if buffer.is_empty() {
@@ -206,18 +219,23 @@ pub fn load_into(
             Some(at) => {
                 let first = buffer[at];
                 input.consume(at);
+                skipped += at as u64;
                 break first == b'{' || first == b'[';
             }
             None => {
                 let all = buffer.len();
                 input.consume(all);
+                skipped += all as u64;
             }
         }
     };
     if starts_json {
         // The text is read again only to place an error at its line.
         let text_again = || if source == "-" { None } else { std::fs::read_to_string(source).ok() };
-        return load_json(view, metrics, seen, input, name, text_again);
+        // A regular file's objects are fingerprinted only when a second copy turns up, their
+        // text read again from the file; those of stdin or a pipe as they are read.
+        let scanner = if rereadable { Scanner::locating(input, skipped) } else { Scanner::new(input) };
+        return load_json(view, metrics, seen, scanner, name, text_again);
     }
     let mut text = String::new();
     input.read_to_string(&mut text).map_err(read_error)?;
@@ -232,11 +250,10 @@ fn load_json<R: Read>(
     view: &mut ClusterView,
     metrics: &mut MetricLists,
     seen: &mut Seen,
-    input: R,
+    mut scanner: Scanner<R>,
     file: &str,
     text_again: impl Fn() -> Option<String>,
 ) -> Result<(), SnapshotError> {
-    let mut scanner = Scanner::new(input);
     std::thread::scope(|scope| {
         let pods = PodParser::start(scope, file, std::mem::take(&mut seen.interner));
         let mut target = Target { view, metrics, seen: &mut *seen, file, document: 0, pods };
@@ -555,7 +572,7 @@ pub fn load_text_with_metrics(
 ) -> Result<(), SnapshotError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return load_json(view, metrics, seen, text.as_bytes(), file, || Some(text.to_string()));
+        return load_json(view, metrics, seen, Scanner::new(text.as_bytes()), file, || Some(text.to_string()));
     }
     let documents = serde_saphyr::from_multiple_with_options::<Value>(text, dump_yaml_options(text))
         .map_err(|e| SnapshotError::Syntax { file: file.into(), message: e.to_string() })?;
@@ -699,24 +716,36 @@ fn admit(seen: &mut Seen, survey: &Survey, file: &str, position: &str) -> Result
     let described = describe(survey, position);
     if survey.name.as_deref().is_some_and(|name| !name.is_empty()) {
         let key = object_key(survey);
-        match seen.objects.get(&key) {
-            Some(copy) if copy.fingerprint == survey.fingerprint => {
-                let first = seen.describe_first(copy, survey);
+        if let Some(copy) = seen.objects.get(&key) {
+            let first = seen.describe_first(copy, survey);
+            if seen.same_contents(copy, file, survey)? {
                 seen.warnings.push(format!("{file}: {described}: the same object as {first}; read once"));
                 return Ok(None);
             }
-            Some(copy) => {
-                let first = seen.describe_first(copy, survey);
-                return Err(SnapshotError::Duplicate { file: file.into(), line: None, item: described, first });
-            }
-            None => {
-                let file = seen.file_index(file);
-                seen.objects
-                    .insert(key, FirstCopy { file, position: position.into(), fingerprint: survey.fingerprint });
-            }
+            return Err(SnapshotError::Duplicate { file: file.into(), line: None, item: described, first });
         }
+        let file = seen.file_index(file);
+        seen.objects.insert(key, FirstCopy { file, position: position.into(), contents: survey.contents });
     }
     Ok(Some(described))
+}
+
+/// The fingerprint of an object read from `file`: its text is read again when only its place
+/// was kept (files, not stdin, are scanned so).
+fn fingerprint_of(file: &str, contents: Contents) -> Result<Fingerprint, SnapshotError> {
+    use std::io::{Seek, SeekFrom};
+    let (offset, len) = match contents {
+        Contents::Fingerprint(fingerprint) => return Ok(fingerprint),
+        Contents::At { offset, len } => (offset, len),
+    };
+    let read_error = |source| SnapshotError::Read { file: file.into(), source };
+    let mut text = vec![0; len];
+    let mut input = std::fs::File::open(file).map_err(read_error)?;
+    input.seek(SeekFrom::Start(offset)).map_err(read_error)?;
+    input.read_exact(&mut text).map_err(read_error)?;
+    crate::json_scan::fingerprint(&text).ok_or_else(|| {
+        read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file changed while it was read"))
+    })
 }
 
 fn survey_kind(survey: &Survey) -> &str {

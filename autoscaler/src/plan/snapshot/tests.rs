@@ -290,3 +290,56 @@ fn syntax_errors_name_the_file() {
     let err = load_text(&mut ClusterView::default(), "{ not json", "x.json").unwrap_err().to_string();
     assert!(err.starts_with("x.json: not valid JSON or YAML"), "{err}");
 }
+
+#[test]
+fn copies_in_files_are_compared_by_their_contents_read_again_from_the_files() {
+    // Files are scanned without fingerprints: a second copy sends the reader back to the
+    // first one's text. Copies in other writings (fields reordered, escapes, indentation,
+    // YAML) are one object; other contents are refused, naming both places.
+    let dir = std::env::temp_dir().join(format!("snapshot-copies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"1","b":"2"}},"status":{"allocatable":{"cpu":"4"}}}"#;
+    let rewritten = "{\n    \"kind\": \"Node\", \"apiVersion\": \"v1\",\n    \"status\": {\"allocatable\": {\"cpu\": \"\\u0034\"}},\n    \"metadata\": {\"labels\": {\"b\": \"2\", \"a\": \"1\"}, \"name\": \"n1\"}\n}";
+    let a = file("a.json", &format!("  \n{{\"kind\": \"List\", \"items\": [{node}, {rewritten}]}}"));
+    let b = file(
+        "b.yaml",
+        "kind: Node\napiVersion: v1\nmetadata: {name: n1, labels: {b: \"2\", a: \"1\"}}\nstatus: {allocatable: {cpu: \"4\"}}\n",
+    );
+    let (mut view, mut metrics, mut seen) = (ClusterView::default(), MetricLists::default(), Seen::default());
+    for source in [&a, &b, &a] {
+        load_into(&mut view, &mut metrics, &mut seen, source).unwrap();
+    }
+    assert_eq!(view.nodes.len(), 1, "read once");
+    assert_eq!(
+        seen.warnings,
+        [
+            format!("{a}: items[1] (Node n1): the same object as {a}: items[0] (Node n1); read once"),
+            format!("{b}: document 1 (Node n1): the same object as {a}: items[0] (Node n1); read once"),
+            format!("{a}: items[0] (Node n1): the same object as {a}: items[0] (Node n1); read once"),
+            format!("{a}: items[1] (Node n1): the same object as {a}: items[0] (Node n1); read once"),
+        ]
+    );
+    for (name, text) in [
+        ("c.json", format!("[{}]", node.replace(r#""cpu":"4""#, r#""cpu":"8""#))),
+        ("d.json", format!("[{}]", node.replace(r#""b":"2""#, r#""b":"2","c":"3""#))),
+    ] {
+        let other = file(name, &text);
+        let err = load_into(&mut view, &mut metrics, &mut seen, &other).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "{other}:1: document 1 item 0 (Node n1): the same kind, namespace and name as {a}: items[0]"
+            )),
+            "{err}"
+        );
+    }
+    // The first copy's file changed since it was read: said, not guessed.
+    std::fs::write(&a, "{}").unwrap();
+    let err = load_into(&mut view, &mut metrics, &mut seen, &b).unwrap_err().to_string();
+    assert!(err.starts_with(&format!("{a}: cannot read")), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
