@@ -2,8 +2,9 @@
 //! `List`), for the readers of large lists: `plan`'s dump reader and the controller's pod list
 //! (`kube_adapter::pod_watch`). The cutting is done by a scanner that only follows JSON's structure,
 //! at several times the speed of a parser building values. On the way it surveys each item —
-//! its kind, apiVersion, name and namespace, and a fingerprint of its contents — so that an
-//! item is parsed once, straight into its type, and never as a `serde_json::Value` tree.
+//! its kind, apiVersion, name and namespace, and a fingerprint of its contents or, for a
+//! reader that can read its input again, only where it lies — so that an item is parsed once,
+//! straight into its type, and never as a `serde_json::Value` tree.
 //!
 //! The scanner checks the structure (brackets, strings, separators) and UTF-8; what lies
 //! inside a scalar is checked by the parser that reads the item afterwards.
