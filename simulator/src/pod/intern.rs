@@ -3,7 +3,6 @@
 //! for all its pods; pods converted through one interner share their parts by `Arc`.
 
 use std::hash::{Hash, Hasher};
-use std::io;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodSpec;
@@ -11,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use rustc_hash::{FxHashMap, FxHasher};
 
 use super::shape::{PodShape, reads_pod_labels};
+use super::spec_hash::hash_serialized;
 use crate::labels::Labels;
 
 /// Distinct values by hash. Entries nobody else holds any more are dropped once the pool has
@@ -59,21 +59,6 @@ impl<T: ?Sized> Pool<T> {
     }
 }
 
-/// Feeds serialized bytes to a hasher: a spec is hashed by its JSON form, which covers every
-/// field without a hand-written `Hash` for each Kubernetes type.
-struct HashWriter<'a>(&'a mut FxHasher);
-
-impl io::Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 fn hash_of(value: &(impl Hash + ?Sized)) -> u64 {
     let mut hasher = FxHasher::default();
     value.hash(&mut hasher);
@@ -107,9 +92,9 @@ impl PodInterner {
         let mut hasher = FxHasher::default();
         namespace.hash(&mut hasher);
         labels.map(|l| &**l).hash(&mut hasher);
-        // Serializing a value of Kubernetes' own types to a writer that never fails cannot fail;
-        // were it to, the hash would only be weaker (equality is checked below).
-        let _ = serde_json::to_writer(HashWriter(&mut hasher), &spec);
+        // Every field of the spec, through its serialization (no hand-written `Hash` for each
+        // Kubernetes type); equality is checked below.
+        hash_serialized(&spec, &mut hasher);
         let hash = hasher.finish();
         let same = |s: &PodShape| {
             *s.namespace == **namespace && s.compiled_with_labels.as_deref() == labels.map(|l| &**l) && s.spec == spec

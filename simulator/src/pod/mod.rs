@@ -11,6 +11,7 @@
 
 mod intern;
 mod shape;
+mod spec_hash;
 
 use std::sync::Arc;
 
