@@ -67,6 +67,19 @@ impl ser::Error for NoError {
 }
 
 type Done = Result<(), NoError>;
+/// A sequence, mapping or struct begun.
+type Opened<S> = Result<S, NoError>;
+
+/// The serializer's integer methods: each width widened to its family's widest (a value hashes
+/// alike whatever field type holds it).
+macro_rules! integers {
+    ($($method:ident: $ty:ty => $write:ident($wide:ty)),*) => {$(
+        fn $method(self, v: $ty) -> Done {
+            self.0.$write(<$wide>::from(v));
+            Ok(())
+        }
+    )*};
+}
 
 impl<'a, 'h> ser::Serializer for &'a mut HashSerializer<'h> {
     type Ok = ();
@@ -83,49 +96,24 @@ impl<'a, 'h> ser::Serializer for &'a mut HashSerializer<'h> {
         self.0.write_u8(u8::from(v));
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Done {
-        self.serialize_i64(i64::from(v))
-    }
-    fn serialize_i16(self, v: i16) -> Done {
-        self.serialize_i64(i64::from(v))
-    }
-    fn serialize_i32(self, v: i32) -> Done {
-        self.serialize_i64(i64::from(v))
-    }
-    fn serialize_i64(self, v: i64) -> Done {
-        self.0.write_i64(v);
-        Ok(())
-    }
-    fn serialize_i128(self, v: i128) -> Done {
-        self.0.write_i128(v);
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Done {
-        self.serialize_u64(u64::from(v))
-    }
-    fn serialize_u16(self, v: u16) -> Done {
-        self.serialize_u64(u64::from(v))
-    }
-    fn serialize_u32(self, v: u32) -> Done {
-        self.serialize_u64(u64::from(v))
-    }
-    fn serialize_u64(self, v: u64) -> Done {
-        self.0.write_u64(v);
-        Ok(())
-    }
-    fn serialize_u128(self, v: u128) -> Done {
-        self.0.write_u128(v);
-        Ok(())
-    }
+    integers!(
+        serialize_i8: i8 => write_i64(i64),
+        serialize_i16: i16 => write_i64(i64),
+        serialize_i32: i32 => write_i64(i64),
+        serialize_i64: i64 => write_i64(i64),
+        serialize_i128: i128 => write_i128(i128),
+        serialize_u8: u8 => write_u64(u64),
+        serialize_u16: u16 => write_u64(u64),
+        serialize_u32: u32 => write_u64(u64),
+        serialize_u64: u64 => write_u64(u64),
+        serialize_u128: u128 => write_u128(u128),
+        serialize_char: char => write_u32(u32)
+    );
     fn serialize_f32(self, v: f32) -> Done {
         self.serialize_f64(f64::from(v))
     }
     fn serialize_f64(self, v: f64) -> Done {
         self.0.write_u64(v.to_bits());
-        Ok(())
-    }
-    fn serialize_char(self, v: char) -> Done {
-        self.0.write_u32(u32::from(v));
         Ok(())
     }
     fn serialize_str(self, v: &str) -> Done {
@@ -168,40 +156,28 @@ impl<'a, 'h> ser::Serializer for &'a mut HashSerializer<'h> {
         self.variant(index);
         value.serialize(self)
     }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self, NoError> {
+    fn serialize_seq(self, _len: Option<usize>) -> Opened<Self> {
         self.0.write_u8(tag::SEQUENCE);
         Ok(self)
     }
-    fn serialize_tuple(self, len: usize) -> Result<Self, NoError> {
+    fn serialize_tuple(self, len: usize) -> Opened<Self> {
         self.serialize_seq(Some(len))
     }
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self, NoError> {
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Opened<Self> {
         self.serialize_seq(Some(len))
     }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        index: u32,
-        _variant: &'static str,
-        len: usize,
-    ) -> Result<Self, NoError> {
+    fn serialize_tuple_variant(self, _: &'static str, index: u32, _: &'static str, len: usize) -> Opened<Self> {
         self.variant(index);
         self.serialize_seq(Some(len))
     }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self, NoError> {
+    fn serialize_map(self, _len: Option<usize>) -> Opened<Self> {
         self.0.write_u8(tag::MAPPING);
         Ok(self)
     }
-    fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Self, NoError> {
+    fn serialize_struct(self, _name: &'static str, len: usize) -> Opened<Self> {
         self.serialize_map(Some(len))
     }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        index: u32,
-        _variant: &'static str,
-        len: usize,
-    ) -> Result<Self, NoError> {
+    fn serialize_struct_variant(self, _: &'static str, index: u32, _: &'static str, len: usize) -> Opened<Self> {
         self.variant(index);
         self.serialize_map(Some(len))
     }
@@ -220,49 +196,28 @@ impl HashSerializer<'_> {
     }
 }
 
-impl ser::SerializeSeq for &mut HashSerializer<'_> {
-    type Ok = ();
-    type Error = NoError;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Done {
-        HashSerializer::end(self)
-    }
+/// serde's four sequence traits, alike here: each element in turn, then the end.
+macro_rules! sequence {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for &mut HashSerializer<'_> {
+            type Ok = ();
+            type Error = NoError;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> Done {
+                HashSerializer::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for &mut HashSerializer<'_> {
-    type Ok = ();
-    type Error = NoError;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Done {
-        HashSerializer::end(self)
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut HashSerializer<'_> {
-    type Ok = ();
-    type Error = NoError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Done {
-        HashSerializer::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut HashSerializer<'_> {
-    type Ok = ();
-    type Error = NoError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> Done {
-        HashSerializer::end(self)
-    }
-}
+sequence!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for &mut HashSerializer<'_> {
     type Ok = ();
@@ -278,27 +233,23 @@ impl ser::SerializeMap for &mut HashSerializer<'_> {
     }
 }
 
-impl ser::SerializeStruct for &mut HashSerializer<'_> {
-    type Ok = ();
-    type Error = NoError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Done {
-        self.field(key, value)
-    }
-    fn end(self) -> Done {
-        HashSerializer::end(self)
-    }
+/// serde's two struct traits, alike here: each field's name and value, then the end.
+macro_rules! structure {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for &mut HashSerializer<'_> {
+            type Ok = ();
+            type Error = NoError;
+            fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Done {
+                self.field(key, value)
+            }
+            fn end(self) -> Done {
+                HashSerializer::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for &mut HashSerializer<'_> {
-    type Ok = ();
-    type Error = NoError;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Done {
-        self.field(key, value)
-    }
-    fn end(self) -> Done {
-        HashSerializer::end(self)
-    }
-}
+structure!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
