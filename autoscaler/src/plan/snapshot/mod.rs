@@ -157,14 +157,17 @@ impl Seen {
     /// Whether the object `survey` describes, read in `file`, has the contents of its first
     /// copy. A copy known by its place is fingerprinted now, its text read again.
     fn same_contents(&self, first: &FirstCopy, file: &str, survey: &Survey) -> Result<bool, SnapshotError> {
-        let first_file = self.files.get(first.file as usize).map_or("", String::as_str);
-        Ok(fingerprint_of(first_file, first.contents)? == fingerprint_of(file, survey.contents)?)
+        Ok(fingerprint_of(self.file_of(first), first.contents)? == fingerprint_of(file, survey.contents)?)
+    }
+
+    /// The file the first copy was read in.
+    fn file_of(&self, first: &FirstCopy) -> &str {
+        self.files.get(first.file as usize).map_or("?", String::as_str)
     }
 
     /// How errors and warnings name the first copy of the object `survey` describes.
     fn describe_first(&self, first: &FirstCopy, survey: &Survey) -> String {
-        let file = self.files.get(first.file as usize).map_or("?", String::as_str);
-        format!("{file}: {}", describe(survey, &first.position))
+        format!("{}: {}", self.file_of(first), describe(survey, &first.position))
     }
 
     fn count_unknown_fields(&mut self, file: &str, kind: &str, paths: Vec<String>) {
