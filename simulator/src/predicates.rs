@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 use crate::index::{LabelIndex, TermCounts, TermId, term_matches_pod};
 use crate::node::NodeInfo;
 use crate::pod::{PodInfo, PodTerm, SpreadConstraint};
+use crate::resources::Shortfall;
 use crate::snapshot::{ClusterSnapshot, NodeId};
 use crate::volumes::PreparedVolumes;
 use crate::well_known::{TO_BE_DELETED_TAINT, UNSCHEDULABLE_TAINT};
@@ -29,7 +30,7 @@ pub enum Unfit {
     NodeAffinity,
     HostPorts,
     TooManyPods,
-    Insufficient(Vec<String>),
+    Insufficient(Shortfall),
     TopologySpreadMissingLabel,
     TopologySpread,
     PodAffinity,
@@ -57,7 +58,7 @@ impl Unfit {
     /// The individual reasons, one per failing resource for `Insufficient`.
     pub fn reasons(&self) -> Vec<String> {
         match self {
-            Unfit::Insufficient(resources) => resources.iter().map(|r| format!("Insufficient {r}")).collect(),
+            Unfit::Insufficient(resources) => resources.names().map(|r| format!("Insufficient {r}")).collect(),
             Unfit::VolumeBinding { node_conflict, bind_conflict, missing_volume } => {
                 volume_binding_reasons(*node_conflict, *bind_conflict, *missing_volume).map(str::to_string).collect()
             }
@@ -76,7 +77,7 @@ impl fmt::Display for Unfit {
             Unfit::HostPorts => write!(f, "node(s) didn't have free ports for the requested pod ports"),
             Unfit::TooManyPods => write!(f, "Too many pods"),
             Unfit::Insufficient(resources) => {
-                let parts: Vec<String> = resources.iter().map(|r| format!("Insufficient {r}")).collect();
+                let parts: Vec<String> = resources.names().map(|r| format!("Insufficient {r}")).collect();
                 write!(f, "{}", parts.join(", "))
             }
             Unfit::TopologySpreadMissingLabel => {
@@ -463,9 +464,12 @@ impl ClusterSnapshot {
             return Err(Unfit::TooManyPods);
         }
         if !pod.requests().fits(&node.requested, &node.allocatable) {
-            let names =
-                if detailed { pod.requests().insufficient(&node.requested, &node.allocatable) } else { Vec::new() };
-            return Err(Unfit::Insufficient(names));
+            let shortfall = if detailed {
+                pod.requests().insufficient(&node.requested, &node.allocatable)
+            } else {
+                Shortfall::default()
+            };
+            return Err(Unfit::Insufficient(shortfall));
         }
         // VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone
         if let (Some(volumes), Some(index)) = (prepared.volumes.as_deref(), self.volumes.as_deref()) {

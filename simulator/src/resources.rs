@@ -114,22 +114,21 @@ impl Resources {
         }
     }
 
-    /// Names of the resources this request would exceed on a node with `allocatable` of which
-    /// `used` is taken. Requests of zero never fail, as in kube-scheduler.
-    pub fn insufficient(&self, used: &Resources, allocatable: &Resources) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut check = |name: &str, want: i64| {
-            if want > 0 && used.get(name).saturating_add(want) > allocatable.get(name) {
-                out.push(name.to_string());
-            }
-        };
-        check(CPU, self.cpu_millis);
-        check(MEMORY, self.memory);
-        check(EPHEMERAL_STORAGE, self.ephemeral_storage);
-        for (k, v) in &self.extended {
-            check(k, *v);
+    /// The resources this request would exceed on a node with `allocatable` of which `used` is
+    /// taken. Requests of zero never fail, as in kube-scheduler.
+    pub fn insufficient(&self, used: &Resources, allocatable: &Resources) -> Shortfall {
+        let short = |want: i64, used: i64, allocatable: i64| want > 0 && used.saturating_add(want) > allocatable;
+        Shortfall {
+            cpu: short(self.cpu_millis, used.cpu_millis, allocatable.cpu_millis),
+            memory: short(self.memory, used.memory, allocatable.memory),
+            ephemeral_storage: short(self.ephemeral_storage, used.ephemeral_storage, allocatable.ephemeral_storage),
+            extended: self
+                .extended
+                .iter()
+                .filter(|(name, want)| short(**want, used.get(name), allocatable.get(name)))
+                .map(|(name, _)| name.clone())
+                .collect(),
         }
-        out
     }
 
     /// Whether this request fits, without building the list of failures.
@@ -152,6 +151,43 @@ impl Resources {
             parts.push(format!("{k}={v}"));
         }
         parts.join(" ")
+    }
+}
+
+/// The resources a request exceeds on a node: cpu, memory and ephemeral storage as flags,
+/// extended resources by name. The scheduler builds one for every node a pending pod fails on,
+/// so the common shortfalls allocate nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Shortfall {
+    cpu: bool,
+    memory: bool,
+    ephemeral_storage: bool,
+    extended: Vec<String>,
+}
+
+impl Shortfall {
+    /// The resources' names, as kube-scheduler lists them: cpu, memory, ephemeral storage, then
+    /// extended resources by name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        [(self.cpu, CPU), (self.memory, MEMORY), (self.ephemeral_storage, EPHEMERAL_STORAGE)]
+            .into_iter()
+            .filter_map(|(short, name)| short.then_some(name))
+            .chain(self.extended.iter().map(String::as_str))
+    }
+}
+
+impl<'n> FromIterator<&'n str> for Shortfall {
+    fn from_iter<I: IntoIterator<Item = &'n str>>(names: I) -> Self {
+        let mut shortfall = Shortfall::default();
+        for name in names {
+            match name {
+                CPU => shortfall.cpu = true,
+                MEMORY => shortfall.memory = true,
+                EPHEMERAL_STORAGE => shortfall.ephemeral_storage = true,
+                other => shortfall.extended.push(other.to_string()),
+            }
+        }
+        shortfall
     }
 }
 
@@ -226,7 +262,7 @@ mod tests {
         assert_eq!((used.cpu_millis, used.memory), (i64::MAX, i64::MAX), "no wrap to a negative sum");
         let allocatable = Resources { cpu_millis: 4000, memory: 1 << 34, ..Default::default() };
         assert!(!huge.fits(&used, &allocatable));
-        assert_eq!(huge.insufficient(&used, &allocatable), ["cpu", "memory"]);
+        assert_eq!(huge.insufficient(&used, &allocatable).names().collect::<Vec<_>>(), ["cpu", "memory"]);
         used.sub(&huge);
         used.sub(&huge);
         used.sub(&huge);
@@ -324,7 +360,7 @@ mod tests {
         let used = Resources { cpu_millis: 900, ..Default::default() };
         let mut want = Resources { cpu_millis: 200, memory: 10, ..Default::default() };
         want.extended.insert(NVIDIA_GPU.into(), 1);
-        assert_eq!(want.insufficient(&used, &alloc), vec!["cpu".to_string(), NVIDIA_GPU.to_string()]);
+        assert_eq!(want.insufficient(&used, &alloc).names().collect::<Vec<_>>(), ["cpu", NVIDIA_GPU]);
         assert!(!want.fits(&used, &alloc));
     }
 }

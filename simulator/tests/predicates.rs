@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Affinity, Pod};
 use serde_json::json;
+use simulator::resources::Shortfall;
 use simulator::testing::*;
 use simulator::{ClusterSnapshot, NodeId, PodInfo, Unfit};
 
@@ -40,7 +41,10 @@ fn resources_fit_within_allocatable() {
     let (mut s, ids) = snapshot_with(vec![node("n1", "1", "1Gi")]);
     s.add_pod(info(pod("a", "600m", "100Mi")), ids[0]).unwrap();
     assert_eq!(s.check_pod(&info(pod("b", "400m", "100Mi")), ids[0]), Ok(()));
-    assert_eq!(s.check_pod(&info(pod("c", "500m", "100Mi")), ids[0]), Err(Unfit::Insufficient(vec!["cpu".into()])));
+    assert_eq!(
+        s.check_pod(&info(pod("c", "500m", "100Mi")), ids[0]),
+        Err(Unfit::Insufficient(Shortfall::from_iter(["cpu"])))
+    );
     let err = s.check_pod(&info(pod("d", "500m", "2Gi")), ids[0]).unwrap_err();
     assert_eq!(err.to_string(), "Insufficient cpu, Insufficient memory");
 }
@@ -56,7 +60,7 @@ fn extended_resources_are_checked() {
         json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}}]}),
     );
     let gpu_pod = info(gpu_pod);
-    assert_eq!(s.check_pod(&gpu_pod, ids[0]), Err(Unfit::Insufficient(vec!["nvidia.com/gpu".into()])));
+    assert_eq!(s.check_pod(&gpu_pod, ids[0]), Err(Unfit::Insufficient(Shortfall::from_iter(["nvidia.com/gpu"]))));
     assert_eq!(s.check_pod(&gpu_pod, ids[1]), Ok(()));
 }
 
