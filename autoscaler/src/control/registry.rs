@@ -5,12 +5,14 @@
 //! the cluster into the `ClusterState` the decision reads, plus the repairs the loop must make.
 
 use cloudprovider::duration::{elapsed, format_go_duration, later};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cloudprovider::{InstanceErrorInfo, InstanceState};
 use cloudprovider_static::instance_id_for_node;
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::backoff::Backoff;
@@ -159,14 +161,14 @@ impl Registry {
         self.backoff.forget_old(now);
         let mut update =
             RegistryUpdate { state: ClusterState::observe(view, cloud, options, now), ..Default::default() };
-        let registered: BTreeSet<String> = view.nodes.iter().map(|n| instance_id_for_node(n)).collect();
+        let registered: FxHashSet<Cow<'_, str>> = view.nodes.iter().map(|n| instance_id_for_node(n)).collect();
         let mut still_unregistered = BTreeSet::new();
         for group in &cloud.groups {
             let provision = group.options.max_node_provision_time;
             let mut long_unregistered = 0;
             let mut unregistered = 0;
             for instance in &group.instances {
-                if registered.contains(&instance.id) {
+                if registered.contains(instance.id.as_str()) {
                     continue;
                 }
                 let status = instance.status.as_ref();

@@ -9,6 +9,7 @@
 //!   `CloudProviderNodeInstancesCache` (§8 item 9); `plan`, which remembers nothing, reads them
 //!   fresh.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,10 +141,10 @@ impl CloudState {
                 .await?;
         // Per group: its nodes' instance ids, and the first node that can be its template (the
         // one `build_templates` will take, as it walks the nodes in the same order).
-        let mut members: Vec<FxHashSet<String>> = vec![FxHashSet::default(); groups.len()];
+        let mut members: Vec<InstanceIds<'_>> = vec![FxHashSet::default(); groups.len()];
         state.node_groups.reserve(nodes.len());
         let mut template_node: Vec<Option<&Node>> = vec![None; groups.len()];
-        let mut registered: FxHashSet<String> = FxHashSet::default();
+        let mut registered: InstanceIds<'_> = FxHashSet::default();
         registered.reserve(nodes.len());
         for (node, owner) in nodes.iter().zip(owners) {
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -380,8 +381,8 @@ impl InstanceCache {
     fn usable(
         &self,
         id: &str,
-        members: &FxHashSet<String>,
-        registered: &FxHashSet<String>,
+        members: &InstanceIds<'_>,
+        registered: &InstanceIds<'_>,
         scaling_up: ScalingUp<'_>,
         now: Timestamp,
     ) -> Option<Cached> {
@@ -419,14 +420,17 @@ impl InstanceCache {
     }
 }
 
+/// Nodes' instance ids, borrowed from the nodes where they have a providerID.
+type InstanceIds<'n> = FxHashSet<Cow<'n, str>>;
+
 /// Every remembered instance is a registered, running node without errors, and every node of
 /// the group is one of them.
-fn settled(instances: &[Instance], members: &FxHashSet<String>, registered: &FxHashSet<String>) -> bool {
+fn settled(instances: &[Instance], members: &InstanceIds<'_>, registered: &InstanceIds<'_>) -> bool {
     let running =
         |i: &Instance| i.status.as_ref().is_none_or(|s| s.state == InstanceState::Running && s.error.is_none());
     let known: FxHashSet<&str> = instances.iter().map(|i| i.id.as_str()).collect();
-    instances.iter().all(|i| running(i) && registered.contains(&i.id))
-        && members.iter().all(|m| known.contains(m.as_str()))
+    instances.iter().all(|i| running(i) && registered.contains(i.id.as_str()))
+        && members.iter().all(|m| known.contains(m.as_ref()))
 }
 
 /// A group handle that records, for the [`InstanceCache`], that the loop changed the group.

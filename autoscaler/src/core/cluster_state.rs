@@ -84,7 +84,7 @@ impl ClusterState {
         for g in &cloud.groups {
             state.groups.insert(g.id.clone(), GroupState { healthy: true, ..Default::default() });
         }
-        let mut registered_ids: FxHashSet<String> = FxHashSet::default();
+        let mut registered_ids: FxHashSet<std::borrow::Cow<'_, str>> = FxHashSet::default();
         registered_ids.reserve(view.nodes.len());
         state.readiness.reserve(view.nodes.len());
         for node in &view.nodes {
@@ -111,7 +111,7 @@ impl ClusterState {
         }
         for g in &cloud.groups {
             let gs = state.groups.get_mut(&g.id).expect("group registered above");
-            gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains(&i.id)).count();
+            gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains(i.id.as_str())).count();
             // What a freshly started autoscaler knows: every instance without a Node is seen for
             // the first time, so none is long unregistered and all the target owes is upcoming;
             // no scale-up request of its own is in flight, so every node the target owes beyond

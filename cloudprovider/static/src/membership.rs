@@ -1,5 +1,7 @@
 //! Which node belongs to which group, and the instance id of a node.
 
+use std::borrow::Cow;
+
 use k8s_openapi::api::core::v1::Node;
 
 use super::config::StaticNodeGroupConfig;
@@ -8,10 +10,13 @@ use super::config::StaticNodeGroupConfig;
 /// none (or an empty one). Upstream requires `Instance.id == node.spec.providerID`; nodes without
 /// a providerID get a stable made-up id so they can still be tracked. The core must use this same
 /// rule when it matches nodes with `NodeGroup::nodes()`.
-pub fn instance_id_for_node(node: &Node) -> String {
+///
+/// Borrowed when the node has a providerID: the control loop reads every node's id a few times
+/// per loop, mostly to look it up.
+pub fn instance_id_for_node(node: &Node) -> Cow<'_, str> {
     match node.spec.as_ref().and_then(|spec| spec.provider_id.as_deref()) {
-        Some(provider_id) if !provider_id.is_empty() => provider_id.to_string(),
-        _ => format!("static:///{}", node.metadata.name.as_deref().unwrap_or_default()),
+        Some(provider_id) if !provider_id.is_empty() => Cow::Borrowed(provider_id),
+        _ => Cow::Owned(format!("static:///{}", node.metadata.name.as_deref().unwrap_or_default())),
     }
 }
 

@@ -87,7 +87,7 @@ impl ProviderState {
         let mut registered: Vec<Vec<String>> = vec![Vec::new(); self.groups.len()];
         let mut deleting: Vec<Vec<String>> = vec![Vec::new(); self.groups.len()];
         for node in nodes {
-            let id = instance_id_for_node(node);
+            let id = instance_id_for_node(node).into_owned();
             if self.deleted.contains(&id) {
                 // Keep a deleted node in the group that deleted it, even if its labels changed.
                 let owner = self.groups.iter().position(|group| group.deleting.contains(&id));
@@ -180,7 +180,7 @@ impl ProviderState {
         let config = &configs[index];
         let mut doomed: Vec<String> = Vec::new();
         for node in nodes {
-            let id = instance_id_for_node(node);
+            let id = instance_id_for_node(node).into_owned();
             let name = node.metadata.name.as_deref().unwrap_or_default();
             let group = &self.groups[index];
             if doomed.contains(&id) || group.deleting.contains(&id) {
