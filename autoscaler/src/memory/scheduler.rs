@@ -319,7 +319,8 @@ impl MemoryCluster {
     fn pick_node(&mut self, pod: &PodInfo) -> Result<String, String> {
         let snapshot = &mut self.scheduler.snapshot;
         let prepared = snapshot.prepare(pod);
-        let mut best: Option<(usize, Reverse<i64>, Arc<str>)> = None;
+        // The best name borrowed, not an `Arc` counted up and down for every feasible node.
+        let mut best: Option<(usize, Reverse<i64>, &str)> = None;
         // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
         // same few reasons, and formatting each node's was a good part of a pass.
         let mut unfits: FxHashMap<simulator::Unfit, usize> = Default::default();
@@ -329,11 +330,8 @@ impl MemoryCluster {
             total += 1;
             match snapshot.check(&prepared, id) {
                 Ok(()) => {
-                    let rank = (
-                        untolerated_prefer_no_schedule(node, pod),
-                        Reverse(least_allocated(node, pod)),
-                        node.name.clone(),
-                    );
+                    let rank =
+                        (untolerated_prefer_no_schedule(node, pod), Reverse(least_allocated(node, pod)), &*node.name);
                     if best.as_ref().is_none_or(|b| rank < *b) {
                         best = Some(rank);
                     }
