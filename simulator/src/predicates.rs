@@ -76,10 +76,7 @@ impl fmt::Display for Unfit {
             Unfit::NodeAffinity => write!(f, "node(s) didn't match Pod's node affinity/selector"),
             Unfit::HostPorts => write!(f, "node(s) didn't have free ports for the requested pod ports"),
             Unfit::TooManyPods => write!(f, "Too many pods"),
-            Unfit::Insufficient(resources) => {
-                let parts: Vec<String> = resources.names().map(|r| format!("Insufficient {r}")).collect();
-                write!(f, "{}", parts.join(", "))
-            }
+            Unfit::Insufficient(_) | Unfit::VolumeBinding { .. } => write!(f, "{}", self.reasons().join(", ")),
             Unfit::TopologySpreadMissingLabel => {
                 write!(f, "node(s) didn't match pod topology spread constraints (missing required label)")
             }
@@ -93,11 +90,6 @@ impl fmt::Display for Unfit {
                 "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
             ),
             Unfit::MaxVolumeCount => write!(f, "node(s) exceed max volume count"),
-            Unfit::VolumeBinding { node_conflict, bind_conflict, missing_volume } => {
-                let reasons: Vec<&str> =
-                    volume_binding_reasons(*node_conflict, *bind_conflict, *missing_volume).collect();
-                write!(f, "{}", reasons.join(", "))
-            }
             Unfit::VolumeZone => write!(f, "node(s) had no available volume zone"),
         }
     }

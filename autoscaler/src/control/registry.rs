@@ -5,19 +5,16 @@
 //! the cluster into the `ClusterState` the decision reads, plus the repairs the loop must make.
 
 use cloudprovider::duration::{elapsed, format_go_duration, later};
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cloudprovider::{InstanceErrorInfo, InstanceState};
-use cloudprovider_static::instance_id_for_node;
 use k8s_openapi::jiff::Timestamp;
-use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::backoff::Backoff;
 use crate::config::AutoscalingOptions;
-use crate::core::cluster_state::{upcoming_nodes, within_unready_tolerance};
+use crate::core::cluster_state::{registered_instance_ids, upcoming_nodes, within_unready_tolerance};
 use crate::core::{CloudState, ClusterState, ClusterView};
 
 /// A scale-up the loop asked for and is waiting on.
@@ -159,9 +156,11 @@ impl Registry {
         now: Timestamp,
     ) -> RegistryUpdate {
         self.backoff.forget_old(now);
-        let mut update =
-            RegistryUpdate { state: ClusterState::observe(view, cloud, options, now), ..Default::default() };
-        let registered: FxHashSet<Cow<'_, str>> = view.nodes.iter().map(|n| instance_id_for_node(n)).collect();
+        let registered = registered_instance_ids(&view.nodes);
+        let mut update = RegistryUpdate {
+            state: ClusterState::observe_registered(view, &registered, cloud, options, now),
+            ..Default::default()
+        };
         let mut still_unregistered = BTreeSet::new();
         for group in &cloud.groups {
             let provision = group.options.max_node_provision_time;

@@ -9,7 +9,6 @@
 //!   `CloudProviderNodeInstancesCache` (§8 item 9); `plan`, which remembers nothing, reads them
 //!   fresh.
 
-use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +25,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::cluster_state::InstanceIds;
 use super::readiness::{Readiness, readiness};
 use super::templates::qualifies_as_template;
 use crate::config::AutoscalingOptions;
@@ -419,9 +419,6 @@ impl InstanceCache {
         self.recently_changed.retain(|id, _| listed.contains(id.as_str()));
     }
 }
-
-/// Nodes' instance ids, borrowed from the nodes where they have a providerID.
-type InstanceIds<'n> = FxHashSet<Cow<'n, str>>;
 
 /// Every remembered instance is a registered, running node without errors, and every node of
 /// the group is one of them.

@@ -4,8 +4,12 @@
 //! `plan` computes it from one reading of the cluster (`observe`); the control loop's registry
 //! fills the same struct from what it remembers (scale-up requests, backoff, unregistered nodes).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use cloudprovider_static::instance_id_for_node;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -76,16 +80,35 @@ pub fn upcoming_nodes(
     target.saturating_sub(ready.saturating_add(unready).saturating_add(long_unregistered)).max(not_started)
 }
 
+/// Nodes' instance ids, borrowed from the nodes where they have a providerID.
+pub type InstanceIds<'n> = FxHashSet<Cow<'n, str>>;
+
+/// The instance ids of these nodes (`instance_id_for_node`): what a group's instances are
+/// matched with to tell registered from unregistered ones.
+pub fn registered_instance_ids(nodes: &[Arc<Node>]) -> InstanceIds<'_> {
+    nodes.iter().map(|n| instance_id_for_node(n)).collect()
+}
+
 impl ClusterState {
     /// Reads the state from one view of the cluster and the cloud, with nothing remembered: as a
     /// freshly started autoscaler, no missing node of a group is assumed to be on its way.
     pub fn observe(view: &ClusterView, cloud: &CloudState, options: &AutoscalingOptions, now: Timestamp) -> Self {
+        Self::observe_registered(view, &registered_instance_ids(&view.nodes), cloud, options, now)
+    }
+
+    /// `observe`, given the instance ids of the view's nodes (`registered_instance_ids`), for a
+    /// caller that reads them too.
+    pub fn observe_registered(
+        view: &ClusterView,
+        registered_ids: &InstanceIds<'_>,
+        cloud: &CloudState,
+        options: &AutoscalingOptions,
+        now: Timestamp,
+    ) -> Self {
         let mut state = ClusterState::default();
         for g in &cloud.groups {
             state.groups.insert(g.id.clone(), GroupState { healthy: true, ..Default::default() });
         }
-        let mut registered_ids: FxHashSet<std::borrow::Cow<'_, str>> = FxHashSet::default();
-        registered_ids.reserve(view.nodes.len());
         state.readiness.reserve(view.nodes.len());
         for node in &view.nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -106,7 +129,6 @@ impl ClusterState {
                     Readiness::NotStarted => gs.not_started += 1,
                 }
             }
-            registered_ids.insert(cloudprovider_static::instance_id_for_node(node));
             state.readiness.insert(name, r);
         }
         for g in &cloud.groups {
