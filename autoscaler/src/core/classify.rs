@@ -1,15 +1,21 @@
 //! The first step of a decision: each pod of the view sorted into scheduled (by node), pending,
 //! waiting for preemption on a nominated node, or ignored — and that sorting kept from one
-//! decision to the next while the view's pod list is the same list.
+//! decision to the next, brought up to date where the pod list changed.
 //!
 //! The sorting reads a few fields of every pod (phase, conditions, node, priority) and looks
-//! its node up by name: at 100,000 pods, a cache miss or two per pod and a quarter of a quiet
-//! iteration. Most iterations see the pod list of the one before: the memory cluster and the
-//! controller's pod watch hand out the same list until a pod changes. What a pod is sorted into
-//! depends only on the pod, the view's node names and three options, so with the same list, the
-//! same node names and the same options the kept sorting (positions in the list) is the answer.
-//! The list is recognised by identity (a weak handle, so the kept sorting holds no pod alive;
-//! a list edited in place after the handle was taken is a new list to it).
+//! its node up by name: at 100,000 pods, a cache miss or two per pod. From one iteration to the
+//! next few pods change: the memory cluster and the controller's pod watch hand out the same
+//! `Arc` for a pod that did not change, in the same order. What a pod is sorted into depends
+//! only on the pod, the view's node names and three options, so with the same node names and
+//! options, a pod that is the very object sorted last time (compared by address) keeps its
+//! place, and only the others are read. The two lists are walked side by side; where they part,
+//! the pods' keys tell an update from a pod removed or added. A list in another order is still
+//! sorted right (each pod either is the kept object or is read again), only slower; one mostly
+//! different is sorted afresh.
+//!
+//! Each node's scheduled pods are a shared list (`NodePods`), made again only for the nodes
+//! whose pods changed: the decision's kept snapshot (`base_snapshot`) knows a node whose list is
+//! the one it was built from without comparing its pods.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,15 +23,17 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 use simulator::PodInfo;
 
-use super::view::{ClusterView, ListIdentity};
+use super::view::{ClusterView, SharedList};
 use crate::config::AutoscalingOptions;
+
+/// The scheduled pods of one node, in the view's order: the same list (by address) from one
+/// decision to the next while they do not change.
+pub type NodePods = Arc<Vec<Arc<PodInfo>>>;
 
 /// The pods of a view, sorted for a decision.
 pub struct Classified<'v> {
-    /// The scheduled pods of each node that has any, in the view's order. Borrowed from the
-    /// view: a pointer copied per pod, where a clone of each `Arc` was an atomic increment (and
-    /// its drop a decrement) on a cache line nothing else reads.
-    pub pods_by_node: FxHashMap<&'v str, Vec<&'v Arc<PodInfo>>>,
+    /// The scheduled pods of each node that has any, in the view's order.
+    pub pods_by_node: FxHashMap<&'v str, NodePods>,
     pub scheduled_count: usize,
     /// Pending pods scale-up looks at (unschedulable, or awaiting a bypassed scheduler).
     pub pending: Vec<Arc<PodInfo>>,
@@ -38,19 +46,50 @@ pub struct Classified<'v> {
     pub unprocessed_count: usize,
 }
 
-/// The last sorting, as positions in the pod list it was made from.
+/// What one pod of the list was sorted into (slots are the view's nodes, in its order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// None of the others: bound to a node the view does not hold, finished, expendable while
+    /// not unschedulable, or pending and not yet marked unschedulable.
+    Other,
+    Scheduled(usize),
+    Pending,
+    /// Waiting for preemption on the node of this slot.
+    Nominated(usize),
+    /// Unschedulable, with a priority below `--expendable-pods-priority-cutoff`.
+    Expendable,
+    SchedulerNotAllowed,
+}
+
+/// One pod's sorting, with the two flags the counts read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sorted {
+    class: Class,
+    /// Marked unschedulable by its scheduler.
+    marked: bool,
+    /// Awaiting a `--bypassed-scheduler-names` scheduler.
+    bypassed: bool,
+}
+
+/// The last sorting: the list it was made from and each pod's place, with what a decision
+/// reads of it.
 #[derive(Default)]
 pub struct ClassificationCache {
     kept: Mutex<Option<Kept>>,
 }
 
 struct Kept {
-    pods: ListIdentity<PodInfo>,
+    /// The list sorted (held, so that the next list can be compared with it by address).
+    pods: SharedList<PodInfo>,
     node_names: Vec<Box<str>>,
     options: SortingOptions,
-    scheduled: Vec<Vec<usize>>,
+    /// Per pod of `pods`, in its order.
+    sorted: Vec<Sorted>,
+    /// Per node slot.
+    scheduled: Vec<NodePods>,
+    /// Positions in `pods`.
     pending: Vec<usize>,
-    nominated: Vec<(usize, String)>,
+    nominated: Vec<(usize, usize)>,
     ignored: BTreeMap<String, String>,
     pending_count: usize,
     unprocessed_count: usize,
@@ -88,9 +127,22 @@ impl std::fmt::Debug for ClassificationCache {
     }
 }
 
+/// How a sorting was obtained (for the tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sorting {
+    Fresh,
+    Same,
+    /// Brought up to date: this many pods read again.
+    Updated(usize),
+}
+
 impl ClassificationCache {
-    /// The view's pods sorted, from the kept sorting when it was made from this very list.
+    /// The view's pods sorted: the kept sorting, brought up to date where the list changed.
     pub fn classify<'v>(&self, view: &'v ClusterView, options: &AutoscalingOptions) -> Classified<'v> {
+        self.classify_counted(view, options).0
+    }
+
+    fn classify_counted<'v>(&self, view: &'v ClusterView, options: &AutoscalingOptions) -> (Classified<'v>, Sorting) {
         let mut node_slots: FxHashMap<&str, usize> =
             FxHashMap::with_capacity_and_hasher(view.nodes.len(), Default::default());
         for name in view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()) {
@@ -99,95 +151,217 @@ impl ClassificationCache {
         }
         let sorting_options = SortingOptions::of(options);
         let mut guard = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let reusable = guard.as_ref().is_some_and(|k| {
-            k.pods.is(&view.pods)
-                && k.options == sorting_options
+        let comparable = |k: &Kept| {
+            k.options == sorting_options
                 && k.node_names.len() == view.nodes.len()
                 && k.node_names
                     .iter()
                     .zip(&view.nodes)
                     .all(|(kept, n)| **kept == *n.metadata.name.as_deref().unwrap_or(""))
-        });
-        let kept = match guard.as_mut() {
-            Some(kept) if reusable => kept,
-            _ => guard.insert(sort(view, &node_slots, options, sorting_options)),
         };
-        from_positions(view, node_slots, kept)
+        let sorter = Sorter { node_slots: &node_slots, options, slot_by_address: FxHashMap::default() };
+        let (kept, sorting) = match guard.take() {
+            Some(kept) if comparable(&kept) && kept.pods.same_list(&view.pods) => (kept, Sorting::Same),
+            Some(kept) if comparable(&kept) => match update(kept, view, sorter) {
+                Ok((kept, read)) => (kept, Sorting::Updated(read)),
+                Err(sorter) => (sort(view, sorter, sorting_options), Sorting::Fresh),
+            },
+            _ => (sort(view, sorter, sorting_options), Sorting::Fresh),
+        };
+        let classified = from_kept(view, node_slots, &kept);
+        *guard = Some(kept);
+        (classified, sorting)
     }
 }
 
-/// The sorting, as positions in the view's pod list.
-fn sort(
+/// Sorts single pods; remembers the slot of each node name it met (pods share their node's
+/// name, interned by the sources, so a slot is found by the name's address, not by hashing it
+/// again for each pod).
+struct Sorter<'a> {
+    node_slots: &'a FxHashMap<&'a str, usize>,
+    options: &'a AutoscalingOptions,
+    slot_by_address: FxHashMap<(*const u8, usize), Option<usize>>,
+}
+
+impl Sorter<'_> {
+    fn sort(&mut self, pod: &PodInfo) -> Sorted {
+        let options = self.options;
+        let (marked, bypassed) = (is_unschedulable(pod), awaits_bypassed_scheduler(pod, options));
+        let sorted = |class| Sorted { class, marked, bypassed };
+        let unschedulable = marked || bypassed;
+        let node_slots = self.node_slots;
+        let bound_to = pod.node_name().and_then(|n| {
+            *self.slot_by_address.entry((n.as_ptr(), n.len())).or_insert_with(|| node_slots.get(n).copied())
+        });
+        if (bound_to.is_none() && !unschedulable) || pod.is_terminal() {
+            return sorted(Class::Other);
+        }
+        if pod.priority < options.expendable_pods_priority_cutoff {
+            return sorted(if unschedulable { Class::Expendable } else { Class::Other });
+        }
+        if let Some(slot) = bound_to {
+            return sorted(Class::Scheduled(slot));
+        }
+        // Upstream ignores pods nominated to an existing node for scale-up and counts them on
+        // that node as if the preemption were done.
+        if let Some(slot) = pod.state.nominated_node_name.as_deref().and_then(|n| node_slots.get(n)) {
+            return sorted(Class::Nominated(*slot));
+        }
+        if !scheduler_allowed(pod, options) {
+            return sorted(Class::SchedulerNotAllowed);
+        }
+        sorted(Class::Pending)
+    }
+}
+
+/// The view's pods sorted afresh.
+fn sort(view: &ClusterView, mut sorter: Sorter, options: SortingOptions) -> Kept {
+    let sorted: Vec<Sorted> = view.pods.iter().map(|pod| sorter.sort(pod)).collect();
+    let mut scheduled: Vec<Vec<Arc<PodInfo>>> = vec![Vec::new(); view.nodes.len()];
+    for (pod, s) in view.pods.iter().zip(&sorted) {
+        if let Class::Scheduled(slot) = s.class {
+            scheduled[slot].push(pod.clone());
+        }
+    }
+    let node_names = view.nodes.iter().map(|n| Box::from(n.metadata.name.as_deref().unwrap_or(""))).collect();
+    let scheduled = scheduled.into_iter().map(Arc::new).collect();
+    finish(view, node_names, options, sorted, scheduled)
+}
+
+/// The kept sorting brought to the view's list: pods that are the kept objects keep their
+/// place, the others are sorted; the node lists holding a pod that came, went or changed are
+/// made again. `Err` (with the sorter back) when most of the list changed: sorting it afresh
+/// is cheaper than comparing.
+fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<(Kept, usize), Sorter<'a>> {
+    let (old, new) = (&kept.pods, &view.pods);
+    let limit = new.len() / 2 + 64;
+    let mut sorted = Vec::with_capacity(new.len());
+    let mut changed_slots = vec![false; kept.scheduled.len()];
+    let mut mark = |s: &Sorted| {
+        if let Class::Scheduled(slot) = s.class {
+            changed_slots[slot] = true;
+        }
+    };
+    let (mut i, mut read) = (0, 0);
+    for (j, pod) in new.iter().enumerate() {
+        // Kept pods before this one that are not it went away (or this one replaces the last
+        // of them); or this one is new. Pointers first (one pod removed or added), then keys.
+        while let Some(previous) = old.get(i)
+            && !Arc::ptr_eq(previous, pod)
+        {
+            let previous_gone = old.get(i + 1).is_some_and(|next| Arc::ptr_eq(next, pod));
+            let pod_is_new = new.get(j + 1).is_some_and(|next| Arc::ptr_eq(next, previous));
+            if !previous_gone && (pod_is_new || key(previous) > key(pod)) {
+                break;
+            }
+            mark(&kept.sorted[i]);
+            i += 1;
+            if !previous_gone && key(previous) == key(pod) {
+                // Replaced by this one.
+                break;
+            }
+        }
+        match old.get(i) {
+            Some(previous) if Arc::ptr_eq(previous, pod) => {
+                sorted.push(kept.sorted[i]);
+                i += 1;
+            }
+            _ => {
+                read += 1;
+                if read > limit {
+                    return Err(sorter);
+                }
+                let s = sorter.sort(pod);
+                mark(&s);
+                sorted.push(s);
+            }
+        }
+    }
+    for s in kept.sorted.get(i..).unwrap_or_default() {
+        mark(s);
+    }
+    let mut scheduled = kept.scheduled;
+    let mut lists: FxHashMap<usize, Vec<Arc<PodInfo>>> = FxHashMap::default();
+    if changed_slots.iter().any(|c| *c) {
+        for (pod, s) in new.iter().zip(&sorted) {
+            if let Class::Scheduled(slot) = s.class
+                && changed_slots[slot]
+            {
+                lists.entry(slot).or_default().push(pod.clone());
+            }
+        }
+        for (slot, changed) in changed_slots.iter().enumerate() {
+            if *changed {
+                scheduled[slot] = Arc::new(lists.remove(&slot).unwrap_or_default());
+            }
+        }
+    }
+    Ok((finish(view, kept.node_names, kept.options, sorted, scheduled), read))
+}
+
+/// A pod's key in the order the memory cluster lists pods (namespace, then name).
+fn key(pod: &PodInfo) -> (&str, &str) {
+    (pod.namespace(), pod.name())
+}
+
+/// A sorting with what decisions read of it: the pending and nominated pods' positions, the
+/// ignored pods and the counts.
+fn finish(
     view: &ClusterView,
-    node_slots: &FxHashMap<&str, usize>,
-    options: &AutoscalingOptions,
-    sorting_options: SortingOptions,
+    node_names: Vec<Box<str>>,
+    options: SortingOptions,
+    sorted: Vec<Sorted>,
+    scheduled: Vec<NodePods>,
 ) -> Kept {
     let mut kept = Kept {
-        pods: view.pods.identity(),
-        node_names: view.nodes.iter().map(|n| Box::from(n.metadata.name.as_deref().unwrap_or(""))).collect(),
-        options: sorting_options,
-        scheduled: vec![Vec::new(); node_slots.len()],
+        pods: view.pods.clone(),
+        node_names,
+        options,
+        sorted: Vec::new(),
+        scheduled,
         pending: Vec::new(),
         nominated: Vec::new(),
         ignored: BTreeMap::new(),
         pending_count: 0,
         unprocessed_count: 0,
     };
-    // Pods share their node's name (the sources intern it): a node's slot is found by the
-    // name's address once, not by hashing the name again for each of its pods.
-    let mut slot_by_address: FxHashMap<(*const u8, usize), Option<usize>> = FxHashMap::default();
-    for (at, pod) in view.pods.iter().enumerate() {
-        let (marked, bypassed) = (is_unschedulable(pod), awaits_bypassed_scheduler(pod, options));
-        kept.pending_count += usize::from(marked);
-        kept.unprocessed_count += usize::from(bypassed);
-        let unschedulable = marked || bypassed;
-        let bound_to = pod
-            .node_name()
-            .and_then(|n| *slot_by_address.entry((n.as_ptr(), n.len())).or_insert_with(|| node_slots.get(n).copied()));
-        if bound_to.is_none() && !unschedulable {
-            continue;
-        }
-        if pod.is_terminal() {
-            continue;
-        }
-        if pod.priority < options.expendable_pods_priority_cutoff {
-            if unschedulable {
-                kept.ignored
-                    .insert(pod.key.to_string(), "expendable: priority below --expendable-pods-priority-cutoff".into());
+    for (at, s) in sorted.iter().enumerate() {
+        kept.pending_count += usize::from(s.marked);
+        kept.unprocessed_count += usize::from(s.bypassed);
+        let key = || view.pods[at].key.to_string();
+        match s.class {
+            Class::Other | Class::Scheduled(_) => {}
+            Class::Pending => kept.pending.push(at),
+            Class::Nominated(slot) => {
+                let node = &kept.node_names[slot];
+                kept.ignored.insert(key(), format!("waiting for preemption on its nominated node {node}"));
+                kept.nominated.push((at, slot));
             }
-            continue;
-        }
-        let nominated_to = pod.state.nominated_node_name.as_deref().filter(|n| node_slots.contains_key(n));
-        if let Some(slot) = bound_to {
-            kept.scheduled[slot].push(at);
-        } else if let Some(node) = nominated_to {
-            // Upstream ignores such pods for scale-up and counts them on the nominated node as
-            // if the preemption were done.
-            kept.ignored.insert(pod.key.to_string(), format!("waiting for preemption on its nominated node {node}"));
-            kept.nominated.push((at, node.to_string()));
-        } else if !scheduler_allowed(pod, options) {
-            kept.ignored.insert(pod.key.to_string(), "scheduler not in --allowed-scheduler-names".into());
-        } else {
-            kept.pending.push(at);
+            Class::Expendable => {
+                kept.ignored.insert(key(), "expendable: priority below --expendable-pods-priority-cutoff".into());
+            }
+            Class::SchedulerNotAllowed => {
+                kept.ignored.insert(key(), "scheduler not in --allowed-scheduler-names".into());
+            }
         }
     }
+    kept.sorted = sorted;
     kept
 }
 
-fn from_positions<'v>(view: &'v ClusterView, node_slots: FxHashMap<&'v str, usize>, kept: &Kept) -> Classified<'v> {
-    let pod = |at: &usize| &view.pods[*at];
+fn from_kept<'v>(view: &'v ClusterView, node_slots: FxHashMap<&'v str, usize>, kept: &Kept) -> Classified<'v> {
+    let pod = |at: &usize| view.pods[*at].clone();
     let mut pods_by_node = FxHashMap::with_capacity_and_hasher(node_slots.len(), Default::default());
     for (name, slot) in node_slots {
         if !kept.scheduled[slot].is_empty() {
-            pods_by_node.insert(name, kept.scheduled[slot].iter().map(pod).collect());
+            pods_by_node.insert(name, kept.scheduled[slot].clone());
         }
     }
     Classified {
         pods_by_node,
-        scheduled_count: kept.scheduled.iter().map(Vec::len).sum(),
-        pending: kept.pending.iter().map(|at| pod(at).clone()).collect(),
-        nominated: kept.nominated.iter().map(|(at, node)| (pod(at).clone(), node.clone())).collect(),
+        scheduled_count: kept.scheduled.iter().map(|l| l.len()).sum(),
+        pending: kept.pending.iter().map(pod).collect(),
+        nominated: kept.nominated.iter().map(|(at, slot)| (pod(at), kept.node_names[*slot].to_string())).collect(),
         ignored: kept.ignored.clone(),
         pending_count: kept.pending_count,
         unprocessed_count: kept.unprocessed_count,
@@ -257,7 +431,7 @@ mod tests {
         (
             v.nodes
                 .iter()
-                .map(|n| c.pods_by_node.get(n.metadata.name.as_deref().unwrap_or("")).map_or(0, Vec::len))
+                .map(|n| c.pods_by_node.get(n.metadata.name.as_deref().unwrap_or("")).map_or(0, |l| l.len()))
                 .collect(),
             c.pending.iter().map(|p| p.key.to_string()).collect(),
             c.ignored.keys().cloned().collect(),
@@ -272,7 +446,7 @@ mod tests {
         let options = AutoscalingOptions::default();
         let first = summary(&v, &cache.classify(&v, &options));
         assert_eq!(first, (vec![0, 1], vec!["default/x-1".to_string()], vec![]));
-        assert!(cache.kept.lock().unwrap().as_ref().is_some_and(|k| k.pods.is(&v.pods)));
+        assert!(cache.kept.lock().unwrap().as_ref().is_some_and(|k| k.pods.same_list(&v.pods)));
         assert_eq!(summary(&v, &cache.classify(&v, &options)), first);
     }
 
@@ -299,5 +473,132 @@ mod tests {
         assert_eq!(summary(&v, &cache.classify(&v, &options)), (vec![0, 1], vec!["default/x-1".to_string()], vec![]));
         options.expendable_pods_priority_cutoff = 1;
         assert_eq!(summary(&v, &cache.classify(&v, &options)), (vec![0, 0], vec![], vec!["default/x-1".to_string()]));
+    }
+
+    /// A pod of a made-up state: on node `a`/`b`/`c`/a node not in the view, or pending
+    /// (unschedulable, nominated to `b`, not yet marked), expendable, or finished.
+    fn pod(name: &str, state: u8) -> Arc<PodInfo> {
+        let node = match state % 8 {
+            0 => Some("a"),
+            1 => Some("b"),
+            2 => Some("c"),
+            3 => Some("gone"),
+            _ => None,
+        };
+        let mut p = rs_pod("x", 0, 100, 100, node, false);
+        p.metadata.name = Some(name.to_string());
+        let status = p.status.get_or_insert_with(Default::default);
+        match state % 8 {
+            5 => status.nominated_node_name = Some("b".into()),
+            6 => status.conditions = None,
+            7 => status.phase = Some("Succeeded".into()),
+            _ => {}
+        }
+        if state >= 8 {
+            p.spec.get_or_insert_with(Default::default).priority = Some(-20);
+        }
+        Arc::new(PodInfo::new(&p))
+    }
+
+    /// Everything a decision reads of a sorting, by pod keys.
+    fn everything(v: &ClusterView, c: &Classified<'_>) -> String {
+        let keys = |pods: &mut dyn Iterator<Item = &Arc<PodInfo>>| pods.map(|p| p.key.to_string()).collect::<Vec<_>>();
+        let by_node: Vec<(String, Vec<String>)> = v
+            .nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.as_deref())
+            .map(|n| (n.to_string(), c.pods_by_node.get(n).map_or_else(Vec::new, |l| keys(&mut l.iter()))))
+            .collect();
+        let nominated: Vec<(String, String)> =
+            c.nominated.iter().map(|(p, n)| (p.key.to_string(), n.clone())).collect();
+        format!(
+            "{by_node:?} {} {:?} {nominated:?} {:?} {} {}",
+            c.scheduled_count,
+            keys(&mut c.pending.iter()),
+            c.ignored,
+            c.pending_count,
+            c.unprocessed_count
+        )
+    }
+
+    #[test]
+    fn a_changed_list_reads_only_the_pods_that_changed() {
+        let options = AutoscalingOptions::default();
+        let mut v = view(&["a", "b", "c"], vec![]);
+        v.pods = (0..1000).map(|i| pod(&format!("p-{i:04}"), (i % 16) as u8)).collect();
+        let cache = ClassificationCache::default();
+        assert_eq!(cache.classify_counted(&v, &options).1, Sorting::Fresh);
+        assert_eq!(cache.classify_counted(&v, &options).1, Sorting::Same);
+        // One replaced, one removed, one added: two pods read.
+        v.pods[10] = pod("p-0010", 4);
+        v.pods.remove(500);
+        v.pods.insert(700, pod("p-0700a", 1));
+        let (incremental, sorting) = cache.classify_counted(&v, &options);
+        assert_eq!(sorting, Sorting::Updated(2));
+        let fresh = ClassificationCache::default().classify(&v, &options);
+        assert_eq!(everything(&v, &incremental), everything(&v, &fresh));
+        // Nodes whose pods did not change keep their very list.
+        let kept = cache.classify(&v, &options);
+        let c = kept.pods_by_node["c"].clone();
+        v.pods[10] = pod("p-0010", 0);
+        assert!(Arc::ptr_eq(&cache.classify(&v, &options).pods_by_node["c"], &c));
+    }
+
+    #[derive(Clone, Debug)]
+    enum Edit {
+        Remove(usize),
+        Insert(usize, u8),
+        Replace(usize, u8),
+        Swap(usize, usize),
+    }
+
+    fn edit() -> impl proptest::strategy::Strategy<Value = Edit> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<usize>().prop_map(Edit::Remove),
+            (any::<usize>(), 0u8..16).prop_map(|(i, s)| Edit::Insert(i, s)),
+            (any::<usize>(), 0u8..16).prop_map(|(i, s)| Edit::Replace(i, s)),
+            (any::<usize>(), any::<usize>()).prop_map(|(i, j)| Edit::Swap(i, j)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Through any edits of the list (in or out of key order, pods listed twice), the kept
+        /// sorting brought up to date is the sorting made afresh.
+        #[test]
+        fn an_updated_sorting_is_a_fresh_one(
+            initial in proptest::collection::vec(0u8..16, 0..40),
+            rounds in proptest::collection::vec(proptest::collection::vec(edit(), 0..6), 1..6),
+        ) {
+            let options = AutoscalingOptions { expendable_pods_priority_cutoff: -10, ..Default::default() };
+            let mut v = view(&["a", "b", "c"], vec![]);
+            v.pods = initial.iter().enumerate().map(|(i, s)| pod(&format!("p-{i:03}"), *s)).collect();
+            let cache = ClassificationCache::default();
+            cache.classify(&v, &options);
+            let mut next = 1000;
+            for edits in rounds {
+                for e in edits {
+                    let n = v.pods.len();
+                    match e {
+                        Edit::Remove(i) if n > 0 => { v.pods.remove(i % n); }
+                        Edit::Insert(i, s) => {
+                            next += 1;
+                            // Sometimes a name already listed: the same key twice.
+                            let name = if next % 5 == 0 && n > 0 { v.pods[i % n].name().to_string() } else { format!("p-{next}") };
+                            v.pods.insert(i % (n + 1), pod(&name, s));
+                        }
+                        Edit::Replace(i, s) if n > 0 => {
+                            let name = v.pods[i % n].name().to_string();
+                            v.pods[i % n] = pod(&name, s);
+                        }
+                        Edit::Swap(i, j) if n > 0 => v.pods.swap(i % n, j % n),
+                        _ => {}
+                    }
+                }
+                let incremental = everything(&v, &cache.classify(&v, &options));
+                let fresh = everything(&v, &ClassificationCache::default().classify(&v, &options));
+                proptest::prop_assert_eq!(incremental, fresh);
+            }
+        }
     }
 }

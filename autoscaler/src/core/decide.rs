@@ -152,7 +152,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
         }
         base_nodes.push(node);
     }
-    let pods_of = |name: &str| pods_by_node.get(name).map_or(&[][..], Vec::as_slice);
+    let pods_of = |name: &str| pods_by_node.get(name);
     let (mut snapshot, base_build) =
         memory.snapshots.base(&base_nodes, pods_of, &view.namespaces, scheduled_count + nominated.len());
     timings.base = base_build;

@@ -185,7 +185,7 @@ pub fn build_templates(
     view: &ClusterView,
     cloud: &CloudState,
     state: &ClusterState,
-    pods_by_node: &rustc_hash::FxHashMap<&str, Vec<&Arc<PodInfo>>>,
+    pods_by_node: &rustc_hash::FxHashMap<&str, super::classify::NodePods>,
     options: &AutoscalingOptions,
     now: Timestamp,
 ) -> HashMap<String, Template> {
@@ -197,7 +197,7 @@ pub fn build_templates(
         let mut pods: Vec<PodInfo> = pods_by_node
             .get(node_name.as_str())
             .into_iter()
-            .flatten()
+            .flat_map(|pods| pods.iter())
             .filter(|p| p.daemonset || p.mirror)
             .map(|p| template_pod(p, &template_name))
             .collect();

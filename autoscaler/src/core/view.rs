@@ -3,7 +3,7 @@
 //! `plan` from a `kubectl` dump.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -89,21 +89,9 @@ impl ClusterView {
 pub struct SharedList<T>(Arc<Vec<Arc<T>>>);
 
 impl<T> SharedList<T> {
-    /// A handle that later tells whether a list is this very one, without keeping its objects
-    /// alive. A list edited in place after this (`DerefMut`) is another list to it: with a
-    /// weak handle on it, `Arc::make_mut` moves the edited list to a new allocation.
-    pub fn identity(&self) -> ListIdentity<T> {
-        ListIdentity(Arc::downgrade(&self.0))
-    }
-}
-
-/// See `SharedList::identity`. The allocation it points to stays reserved while it exists, so
-/// no later list can take its address.
-pub struct ListIdentity<T>(Weak<Vec<Arc<T>>>);
-
-impl<T> ListIdentity<T> {
-    pub fn is(&self, list: &SharedList<T>) -> bool {
-        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&list.0))
+    /// Whether both are the very same list (not only equal ones): nothing in it changed.
+    pub fn same_list(&self, other: &SharedList<T>) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
