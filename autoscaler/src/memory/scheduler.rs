@@ -99,6 +99,30 @@ fn untolerated_prefer_no_schedule(node: &NodeInfo, pod: &PodInfo) -> usize {
 
 /// kube-scheduler's FitError message. A PreFilter failure (a volume claim missing, …) holds
 /// for every node and is printed once, without a count, as kube-scheduler prints it.
+/// Nodes counted by why a pod does not fit them. Nodes fail for a few reasons, looked up in a
+/// short list (a comparison of two `Unfit`s is cheaper than hashing one, once per node a pod
+/// is checked against); the reasons past the first few (nodes with distinct taints) go to a
+/// hash map, so many distinct reasons stay linear.
+#[derive(Default)]
+struct UnfitCounts {
+    few: Vec<(simulator::Unfit, usize)>,
+    many: FxHashMap<simulator::Unfit, usize>,
+}
+
+impl UnfitCounts {
+    const FEW: usize = 8;
+
+    fn add(&mut self, unfit: simulator::Unfit) {
+        if let Some((_, count)) = self.few.iter_mut().find(|(u, _)| *u == unfit) {
+            *count += 1;
+        } else if self.few.len() < Self::FEW {
+            self.few.push((unfit, 1));
+        } else {
+            *self.many.entry(unfit).or_insert(0) += 1;
+        }
+    }
+}
+
 fn unschedulable_message(total: usize, reasons: &BTreeMap<String, usize>, pre_filter: Option<&str>) -> String {
     if total == 0 {
         return "no nodes available to schedule pods".to_string();
@@ -323,7 +347,7 @@ impl MemoryCluster {
         let mut best: Option<(usize, Reverse<i64>, &str)> = None;
         // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
         // same few reasons, and formatting each node's was a good part of a pass.
-        let mut unfits: FxHashMap<simulator::Unfit, usize> = Default::default();
+        let mut unfits = UnfitCounts::default();
         let mut pre_filter: Option<String> = None;
         let mut total = 0;
         for (id, node) in snapshot.nodes() {
@@ -337,11 +361,11 @@ impl MemoryCluster {
                     }
                 }
                 Err(simulator::Unfit::PodVolumes(message)) => pre_filter = Some(message),
-                Err(unfit) => *unfits.entry(unfit).or_insert(0) += 1,
+                Err(unfit) => unfits.add(unfit),
             }
         }
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        for (unfit, count) in unfits {
+        for (unfit, count) in unfits.few.into_iter().chain(unfits.many) {
             for reason in unfit.reasons() {
                 *reasons.entry(reason).or_insert(0) += count;
             }
@@ -386,5 +410,30 @@ impl MemoryCluster {
         status.phase = Some("Pending".to_string());
         set_condition(status, "PodScheduled", "False", Some("Unschedulable"), Some(message), now);
         self.put_pod(pod, PodChange::Status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnfitCounts;
+    use simulator::Unfit;
+    use simulator::resources::Shortfall;
+
+    /// Past the first few kinds, reasons are counted in the map: none is lost or counted twice.
+    #[test]
+    fn unfit_counts_keep_every_node_once() {
+        let mut counts = UnfitCounts::default();
+        let cpu: Shortfall = ["cpu"].into_iter().collect();
+        for i in 0..20 {
+            counts.add(Unfit::UntoleratedTaint { key: format!("t-{}", i % 12), value: String::new() });
+            counts.add(Unfit::Insufficient(cpu.clone()));
+        }
+        assert_eq!(counts.few.len(), UnfitCounts::FEW);
+        let all: Vec<(Unfit, usize)> = counts.few.into_iter().chain(counts.many).collect();
+        assert_eq!(all.len(), 13, "12 taints and the cpu shortfall, each once");
+        assert_eq!(all.iter().map(|(_, n)| n).sum::<usize>(), 40);
+        assert!(all.contains(&(Unfit::Insufficient(cpu), 20)));
+        assert!(all.contains(&(Unfit::UntoleratedTaint { key: "t-11".into(), value: String::new() }, 1)));
+        assert!(all.contains(&(Unfit::UntoleratedTaint { key: "t-0".into(), value: String::new() }, 2)));
     }
 }
