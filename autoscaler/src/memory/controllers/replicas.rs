@@ -103,32 +103,39 @@ impl MemoryCluster {
         }
     }
 
+    /// How many of an owner's pods are active (neither finished nor terminating), and how
+    /// many of those are ready.
+    fn active_and_ready(&self, owner_uid: &str) -> (usize, usize) {
+        let pods = self.pods_by_owner.get(owner_uid).into_iter().flat_map(|pods| pods.values());
+        pods.filter(|p| is_active(p)).fold((0, 0), |(active, ready), p| (active + 1, ready + usize::from(is_ready(p))))
+    }
+
     pub(in crate::memory) fn sync_replica_set(&mut self, key: &ObjectKey) {
         let Some(rs) = self.replicasets.get(key).cloned() else { return };
         let Some(spec) = rs.spec.as_ref() else { return };
         let desired = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
         let uid = rs.metadata.uid.clone().unwrap_or_default();
-        let mut active: Vec<Arc<Pod>> = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
-        let rescaled = active.len() != desired;
-        if active.len() < desired {
+        // Most syncs follow a pod's status: the pods are counted where they are stored, and
+        // copied out only when some are to be removed.
+        let (mut count, mut ready) = self.active_and_ready(&uid);
+        if count < desired {
             let template = spec.template.clone().unwrap_or_default();
             let owner = controller_ref("apps/v1", "ReplicaSet", &rs.metadata);
-            for _ in active.len()..desired {
+            for _ in count..desired {
                 let name = self.next_pod_name(&uid, &key.namespace, &key.name);
                 self.create_pod(ObjectKey::new(&key.namespace, name), &template, owner.clone(), &[], &[], |_| {});
             }
-        } else if active.len() > desired {
+        } else if count > desired {
+            let active: Vec<Arc<Pod>> = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
             let removed = first_to_remove(&active, active.len() - desired);
             self.terminate_pods(&removed);
         }
-
-        // Read again only when this sync created or removed pods (most syncs follow a pod's
-        // status, and then the pods just read are the ones to count).
-        if rescaled {
-            active = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
+        // Counted again only when this sync created or removed pods.
+        if count != desired {
+            (count, ready) = self.active_and_ready(&uid);
         }
-        let count = i32::try_from(active.len()).unwrap_or(i32::MAX);
-        let ready = i32::try_from(active.iter().filter(|p| is_ready(p)).count()).unwrap_or(i32::MAX);
+        let count = i32::try_from(count).unwrap_or(i32::MAX);
+        let ready = i32::try_from(ready).unwrap_or(i32::MAX);
         let status = ReplicaSetStatus {
             replicas: count,
             fully_labeled_replicas: Some(count),
