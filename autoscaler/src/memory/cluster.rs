@@ -121,8 +121,8 @@ pub struct MemoryCluster {
     pub(super) dirty: BTreeSet<Workload>,
     /// PDBs whose status must be recomputed.
     pub(super) dirty_pdbs: BTreeSet<ObjectKey>,
-    /// Compiled `spec.selector` of every PDB.
-    pub(super) pdb_selectors: BTreeMap<ObjectKey, Selector>,
+    /// Every PDB's compiled `spec.selector`, and what its status counts of its pods.
+    pub(super) pdb_states: BTreeMap<ObjectKey, super::controllers::pdb::PdbState>,
     pub(super) scheduler: SchedulerState,
     /// Per owner uid, the number of the next pod name (`<owner>-<n>`).
     pub(super) pod_name_counters: HashMap<String, u64>,
@@ -172,7 +172,7 @@ impl MemoryCluster {
             timers: BTreeSet::new(),
             dirty: BTreeSet::new(),
             dirty_pdbs: BTreeSet::new(),
-            pdb_selectors: BTreeMap::new(),
+            pdb_states: BTreeMap::new(),
             scheduler: SchedulerState::default(),
             pod_name_counters: HashMap::default(),
             next_uid: 1,
@@ -480,10 +480,10 @@ impl MemoryCluster {
     pub(super) fn mark_pdbs_selecting(&mut self, namespace: &str, labels: [Option<&Labels>; 2]) {
         let start = ObjectKey::new(namespace, "");
         let keys: Vec<ObjectKey> = self
-            .pdb_selectors
+            .pdb_states
             .range(start..)
             .take_while(|(k, _)| k.namespace == namespace)
-            .filter(|(_, selector)| labels.iter().any(|l| selector.matches(*l)))
+            .filter(|(_, state)| labels.iter().any(|l| state.selector.matches(*l)))
             .map(|(k, _)| k.clone())
             .collect();
         self.dirty_pdbs.extend(keys);

@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use simulator::labels::Selector;
 
 use super::cluster::{MemoryCluster, Workload};
+use super::controllers::pdb::PdbState;
 use super::pods::{PodChange, annotated_run_duration};
 use super::store::ObjectKey;
 
@@ -313,7 +314,8 @@ impl MemoryCluster {
                     pdb.status = old.status.clone();
                 }
                 let selector = Selector::from_label_selector(spec.selector.as_ref());
-                self.pdb_selectors.insert(key.clone(), selector);
+                let pods = self.pdb_pods(&key.namespace, &selector);
+                self.pdb_states.insert(key.clone(), PdbState { selector, pods });
                 self.pdbs.insert(key.clone(), pdb.into());
                 self.dirty_pdbs.insert(key.clone());
                 self.sync_pdbs();
@@ -445,7 +447,7 @@ impl MemoryCluster {
             ObjectKind::DaemonSet => self.daemonsets.remove(key).map(|o| self.delete_owned_pods(&o.metadata)).is_some(),
             ObjectKind::ReplicationController => self.replication_controllers.remove(key).is_some(),
             ObjectKind::PodDisruptionBudget => {
-                self.pdb_selectors.remove(key);
+                self.pdb_states.remove(key);
                 self.dirty_pdbs.remove(key);
                 self.pdbs.remove(key).is_some()
             }

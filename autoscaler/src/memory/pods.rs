@@ -129,13 +129,15 @@ impl MemoryCluster {
         Workload::from_owner(&owner.kind, pod.metadata.namespace.as_deref().unwrap_or("default"), &owner.name)
     }
 
-    /// The pod's controller and the PDBs selecting it (before or after a label change).
-    fn notify_pod_watchers(&mut self, pod: &Pod, old_labels: Option<&BTreeMap<String, String>>) {
+    /// A pod stored (`new`) over `old`, or removed (`new` None): its controller, and the PDBs
+    /// selecting it before or after, look again.
+    fn notify_pod_watchers(&mut self, old: Option<&Pod>, new: Option<&Pod>) {
+        let Some(pod) = new.or(old) else { return };
         if let Some(workload) = Self::owner_workload(pod) {
             self.mark_dirty(workload);
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-        self.mark_pdbs_selecting(namespace, [pod.metadata.labels.as_ref(), old_labels]);
+        self.pdbs_see_pod(namespace, old, new);
     }
 
     /// How long a pod runs once started: its annotation, else the Job default for Job pods.
@@ -243,9 +245,10 @@ impl MemoryCluster {
                 || is_terminating(o) != is_terminating(&pod)
                 || old_node != new_node
                 || o.metadata.labels != pod.metadata.labels
+                || controller_of(o) != controller_of(&pod)
         });
         if relevant {
-            self.notify_pod_watchers(&pod, old.as_deref().and_then(|o| o.metadata.labels.as_ref()));
+            self.notify_pod_watchers(old.as_deref(), Some(&pod));
         }
     }
 
@@ -266,7 +269,7 @@ impl MemoryCluster {
         }
         self.index_labels(key, pod.metadata.labels.as_ref(), false);
         self.snapshot_pod_removed(key, info.as_ref());
-        self.notify_pod_watchers(&pod, None);
+        self.notify_pod_watchers(Some(&pod), None);
         Some(pod)
     }
 

@@ -3,7 +3,7 @@
 
 mod daemonset;
 mod job;
-mod pdb;
+pub(super) mod pdb;
 mod replicas;
 mod statefulset;
 
