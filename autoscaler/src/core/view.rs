@@ -89,7 +89,9 @@ impl ClusterView {
 pub struct SharedList<T>(Arc<Vec<Arc<T>>>);
 
 impl<T> SharedList<T> {
-    /// Whether both are the very same list (not only equal ones): nothing in it changed.
+    /// Whether both are the very same list (not only equal ones): nothing in it changed. A
+    /// holder that edits a list shared with another gets its own copy first, so a list kept
+    /// for comparison (the kept sorting of the pods) never changes under its keeper.
     pub fn same_list(&self, other: &SharedList<T>) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
