@@ -217,15 +217,29 @@ impl Sorter<'_> {
 /// The view's pods sorted afresh.
 fn sort(view: &ClusterView, mut sorter: Sorter, options: SortingOptions) -> Kept {
     let sorted: Vec<Sorted> = view.pods.iter().map(|pod| sorter.sort(pod)).collect();
-    let mut scheduled: Vec<Vec<Arc<PodInfo>>> = vec![Vec::new(); view.nodes.len()];
-    for (pod, s) in view.pods.iter().zip(&sorted) {
-        if let Class::Scheduled(slot) = s.class {
-            scheduled[slot].push(pod.clone());
-        }
-    }
+    let scheduled = node_lists(&view.pods, &sorted, view.nodes.len(), |_| true);
     let node_names = view.nodes.iter().map(|n| Box::from(n.metadata.name.as_deref().unwrap_or(""))).collect();
     let scheduled = scheduled.into_iter().map(Arc::new).collect();
     finish(view, node_names, options, sorted, scheduled)
+}
+
+/// The scheduled pods of each of `slots` node slots the filter takes, in the list's order
+/// (the slots it does not take are left empty).
+fn node_lists(
+    pods: &[Arc<PodInfo>],
+    sorted: &[Sorted],
+    slots: usize,
+    take: impl Fn(usize) -> bool,
+) -> Vec<Vec<Arc<PodInfo>>> {
+    let mut lists: Vec<Vec<Arc<PodInfo>>> = vec![Vec::new(); slots];
+    for (pod, s) in pods.iter().zip(sorted) {
+        if let Class::Scheduled(slot) = s.class
+            && take(slot)
+        {
+            lists[slot].push(pod.clone());
+        }
+    }
+    lists
 }
 
 /// The kept sorting brought to the view's list: pods that are the kept objects keep their
@@ -281,18 +295,11 @@ fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<
         mark(s);
     }
     let mut scheduled = kept.scheduled;
-    let mut lists: FxHashMap<usize, Vec<Arc<PodInfo>>> = FxHashMap::default();
     if changed_slots.iter().any(|c| *c) {
-        for (pod, s) in new.iter().zip(&sorted) {
-            if let Class::Scheduled(slot) = s.class
-                && changed_slots[slot]
-            {
-                lists.entry(slot).or_default().push(pod.clone());
-            }
-        }
-        for (slot, changed) in changed_slots.iter().enumerate() {
-            if *changed {
-                scheduled[slot] = Arc::new(lists.remove(&slot).unwrap_or_default());
+        let lists = node_lists(new, &sorted, changed_slots.len(), |slot| changed_slots[slot]);
+        for (slot, list) in lists.into_iter().enumerate() {
+            if changed_slots[slot] {
+                scheduled[slot] = Arc::new(list);
             }
         }
     }
