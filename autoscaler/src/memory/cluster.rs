@@ -89,7 +89,7 @@ pub struct MemoryCluster {
     pub(super) pods_by_node: HashMap<String, BTreeSet<ObjectKey>>,
     /// Owner uid → its pods (the objects, kept current by every store of a pod, so that a
     /// controller reads its pods without looking each one up).
-    pub(super) pods_by_owner: HashMap<String, BTreeMap<ObjectKey, Arc<Pod>>>,
+    pub(super) pods_by_owner: HashMap<String, super::pods::OwnedPods>,
     /// The pods `core::classify::is_unschedulable` holds for, so readers find them without a scan.
     pub(super) unschedulable: BTreeSet<ObjectKey>,
     /// Counts the changes of `unschedulable`: a reader that saw this count has seen the set.

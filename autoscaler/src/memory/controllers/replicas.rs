@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::super::cluster::{MemoryCluster, Workload};
-use super::super::pods::{is_active, is_ready};
+use super::super::pods::is_active;
 use super::super::store::ObjectKey;
 use super::{controller_ref, first_to_remove};
 
@@ -106,8 +106,7 @@ impl MemoryCluster {
     /// How many of an owner's pods are active (neither finished nor terminating), and how
     /// many of those are ready.
     fn active_and_ready(&self, owner_uid: &str) -> (usize, usize) {
-        let pods = self.pods_by_owner.get(owner_uid).into_iter().flat_map(|pods| pods.values());
-        pods.filter(|p| is_active(p)).fold((0, 0), |(active, ready), p| (active + 1, ready + usize::from(is_ready(p))))
+        self.pods_by_owner.get(owner_uid).map_or((0, 0), |pods| pods.active_and_ready())
     }
 
     pub(in crate::memory) fn sync_replica_set(&mut self, key: &ObjectKey) {
