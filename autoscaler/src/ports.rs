@@ -194,6 +194,14 @@ pub trait ClusterReader: Send + Sync {
     fn selected_pods(&self, _namespace: &str, _selector: &Selector) -> Option<Vec<Arc<PodInfo>>> {
         None
     }
+
+    /// What the pod autoscalers' sync reads: at least the HPAs, the WPAs and the workloads a
+    /// scale target names (Deployments, StatefulSets, ReplicaSets), and the pods unless
+    /// `selected_pods` answers for every selector. By default the whole view; the memory
+    /// cluster leaves out its pods, so a sync every 15 s does not copy the list of them.
+    async fn pod_autoscaler_view(&self) -> Result<ClusterView, PortError> {
+        self.view().await
+    }
 }
 
 /// The action side: everything the autoscaler changes in Kubernetes.

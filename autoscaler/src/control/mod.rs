@@ -260,7 +260,7 @@ impl Autoscaler {
         let Some(metrics) = self.metrics.clone() else { return Ok(report) };
         self.next_pod_sync =
             Some(now + k8s_openapi::jiff::SignedDuration::try_from(self.options.hpa.sync_period).unwrap_or_default());
-        let view = pod_autoscaler_view(&self.options, self.reader.view().await?);
+        let view = pod_autoscaler_view(&self.options, self.reader.pod_autoscaler_view().await?);
         self.pod_scaling.retain(&view);
         // Targets the view does not describe are read through their /scale subresource.
         let mut extra: BTreeMap<(String, String, String), TargetState> = BTreeMap::new();

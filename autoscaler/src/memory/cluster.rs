@@ -266,6 +266,12 @@ impl MemoryCluster {
         }
     }
 
+    /// The pod autoscalers and the workloads they may target, without the pods (the memory
+    /// cluster's `selected_pods` answers for every selector): `ClusterReader::pod_autoscaler_view`.
+    pub fn pod_autoscaler_view(&mut self) -> ClusterView {
+        ClusterView { hpas: self.hpas.list(), wpas: self.wpas.clone(), ..self.workloads_view() }
+    }
+
     /// Every WatermarkPodAutoscaler, in the order they were added.
     pub fn wpas(&self) -> &[Arc<crate::hpa::wpa::WatermarkPodAutoscaler>] {
         &self.wpas

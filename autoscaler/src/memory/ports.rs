@@ -45,6 +45,10 @@ impl ClusterReader for MemoryClusterHandle {
     ) -> Option<Vec<Arc<simulator::PodInfo>>> {
         Some(self.lock().selected_pods(namespace, selector))
     }
+
+    async fn pod_autoscaler_view(&self) -> Result<ClusterView, PortError> {
+        Ok(self.lock().pod_autoscaler_view())
+    }
 }
 
 #[async_trait]

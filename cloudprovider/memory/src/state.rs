@@ -177,6 +177,11 @@ impl ProviderState {
                     }
                 }
             }
+            // Settled at every read of the cloud: the instances are moved only when one goes.
+            let gone = |i: &InstanceRecord| matches!(i.phase, Phase::Deleting { gone_at } if gone_at <= now);
+            if !group.instances.iter().any(gone) {
+                continue;
+            }
             let mut kept = Vec::with_capacity(group.instances.len());
             for instance in group.instances.drain(..) {
                 match instance.phase {
