@@ -15,7 +15,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashMap as HashMap;
-use simulator::labels::{Labels, Selector};
+use simulator::labels::Selector;
 use simulator::{NodeInfo, PodInfo};
 
 use super::config::MemoryClusterConfig;
@@ -418,13 +418,6 @@ impl MemoryCluster {
         self.dirty.insert(workload);
     }
 
-    /// Every PDB of a namespace must look again (a workload's replica count changed, and
-    /// PDBs with percentages or `maxUnavailable` count replicas).
-    pub(super) fn mark_pdbs_of_namespace(&mut self, namespace: &str) {
-        let keys: Vec<ObjectKey> = self.pdbs.in_namespace(namespace).map(|(k, _)| k.clone()).collect();
-        self.dirty_pdbs.extend(keys);
-    }
-
     /// The PDBs that count a workload's replicas must look again (its replica count changed, or
     /// it goes): those selecting one of its pods, the only ones whose expected count reads it
     /// (`controllers::pdb`: a pod's controller, through a ReplicaSet to its Deployment, by
@@ -432,7 +425,6 @@ impl MemoryCluster {
     /// selecting them. Marking every PDB of the namespace instead made each scale step cost
     /// the pods of all of them: a day's steps grow with its workloads, so that was quadratic.
     pub(super) fn mark_pdbs_of_workload(&mut self, kind: &str, key: &ObjectKey) {
-        const MAX_LABEL_SETS: usize = 16;
         if self.pdbs.in_namespace(&key.namespace).next().is_none() {
             return;
         }
@@ -457,39 +449,13 @@ impl MemoryCluster {
             }
             _ => Vec::new(),
         };
-        // The pods' distinct label sets (a workload's pods mostly share one: compared with the
-        // previous pod's first).
-        let mut label_sets: Vec<Option<Labels>> = Vec::new();
-        for pods in owners.iter().filter_map(|uid| self.pods_by_owner.get(uid)) {
-            for pod in pods.values() {
-                let labels = pod.metadata.labels.as_ref();
-                if label_sets.last().is_some_and(|l| l.as_ref() == labels)
-                    || label_sets.iter().any(|l| l.as_ref() == labels)
-                {
-                    continue;
-                }
-                if label_sets.len() == MAX_LABEL_SETS {
-                    // Pods labelled one by one (a StatefulSet's pod names): the namespace's
-                    // PDBs, a superset, cost less than comparing every pod with every other.
-                    self.mark_pdbs_of_namespace(&key.namespace);
-                    return;
-                }
-                label_sets.push(labels.cloned());
-            }
-        }
-        for labels in &label_sets {
-            self.mark_pdbs_selecting(&key.namespace, [labels.as_ref(), None]);
-        }
-    }
-
-    /// The PDBs selecting a pod with any of these label sets must look again.
-    pub(super) fn mark_pdbs_selecting(&mut self, namespace: &str, labels: [Option<&Labels>; 2]) {
-        let start = ObjectKey::new(namespace, "");
+        // Each PDB keeps the controllers of the pods it selects (`PdbState`): no pod is read.
+        let start = ObjectKey::new(&key.namespace, "");
         let keys: Vec<ObjectKey> = self
             .pdb_states
             .range(start..)
-            .take_while(|(k, _)| k.namespace == namespace)
-            .filter(|(_, state)| labels.iter().any(|l| state.selector.matches(*l)))
+            .take_while(|(k, _)| k.namespace == key.namespace)
+            .filter(|(_, state)| owners.iter().any(|uid| state.pods.counts_pods_of(uid)))
             .map(|(k, _)| k.clone())
             .collect();
         self.dirty_pdbs.extend(keys);

@@ -72,6 +72,12 @@ struct Controller {
 }
 
 impl PdbPods {
+    /// Whether some pod this PDB selects has this controller (a controller is kept only while
+    /// it has pods counted).
+    pub(in crate::memory) fn counts_pods_of(&self, controller_uid: &str) -> bool {
+        self.controllers.contains_key(controller_uid)
+    }
+
     /// Counts a pod in (`add`) or out (a pod counted in before, in the state it had then).
     pub(in crate::memory) fn count(&mut self, pod: &Pod, add: bool) {
         let step = |n: &mut usize| *n = if add { n.saturating_add(1) } else { n.saturating_sub(1) };
