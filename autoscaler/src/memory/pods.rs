@@ -82,13 +82,14 @@ impl OwnedPods {
             return;
         }
         let ready = usize::from(is_ready(pod));
-        // Each pod is counted out only after it was counted in: no wrap.
+        // Each pod is counted out only after it was counted in; saturating all the same, as
+        // the PDBs' counts: a wrapped count would have its ReplicaSet remove pods.
         if add {
-            self.active += 1;
-            self.ready += ready;
+            self.active = self.active.saturating_add(1);
+            self.ready = self.ready.saturating_add(ready);
         } else {
-            self.active -= 1;
-            self.ready -= ready;
+            self.active = self.active.saturating_sub(1);
+            self.ready = self.ready.saturating_sub(ready);
         }
     }
 

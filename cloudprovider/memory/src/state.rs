@@ -177,26 +177,19 @@ impl ProviderState {
                     }
                 }
             }
-            // Settled at every read of the cloud: the instances are moved only when one goes.
-            let gone = |i: &InstanceRecord| matches!(i.phase, Phase::Deleting { gone_at } if gone_at <= now);
-            if !group.instances.iter().any(gone) {
-                continue;
-            }
-            let mut kept = Vec::with_capacity(group.instances.len());
-            for instance in group.instances.drain(..) {
-                match instance.phase {
-                    Phase::Deleting { gone_at } if gone_at <= now => {
-                        self.live.remove(&instance.id);
-                        due.push(CloudEvent::InstanceDeleted {
-                            group: spec.id.clone(),
-                            instance_id: instance.id,
-                            at: gone_at,
-                        });
-                    }
-                    _ => kept.push(instance),
+            // Settled at every read of the cloud: only the instances that go are taken out, the
+            // others stay where they are.
+            let gone = |i: &mut InstanceRecord| matches!(i.phase, Phase::Deleting { gone_at } if gone_at <= now);
+            for instance in group.instances.extract_if(.., gone) {
+                if let Phase::Deleting { gone_at } = instance.phase {
+                    self.live.remove(&instance.id);
+                    due.push(CloudEvent::InstanceDeleted {
+                        group: spec.id.clone(),
+                        instance_id: instance.id,
+                        at: gone_at,
+                    });
                 }
             }
-            group.instances = kept;
         }
         // Stable: events of the same moment keep group and instance order.
         due.sort_by_key(CloudEvent::at);
