@@ -80,6 +80,8 @@ pub enum SnapshotError {
     NodeNotReplaceable(String),
     #[error("node {0} cannot be inserted between others inside a what-if")]
     NodeNotInsertable(String),
+    #[error("pod {0} cannot be inserted between others inside a what-if")]
+    PodNotInsertable(String),
     #[error("the snapshot holds as many nodes as a node id can number")]
     TooManyNodes,
 }
@@ -403,6 +405,30 @@ impl ClusterSnapshot {
         let info = self.nodes[node.index()].as_ref().expect("live node");
         self.index.pod_added(&pod, node, info, &self.namespace_labels);
         self.record(Undo::PodAdded { node });
+        Ok(())
+    }
+
+    /// Places a pod on a node at `position` in its list of pods (at the end when past it),
+    /// outside any what-if: bringing a kept base up to date keeps the pods of a node in the
+    /// order a fresh build would place them, without taking out the ones that did not change.
+    pub fn insert_pod(&mut self, pod: Arc<PodInfo>, node: NodeId, position: usize) -> Result<(), SnapshotError> {
+        if !self.marks.is_empty() {
+            return Err(SnapshotError::PodNotInsertable(pod.key.to_string()));
+        }
+        let location = match self.pod_location.entry(pod.key.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                return Err(SnapshotError::DuplicatePod(pod.key.to_string()));
+            }
+            std::collections::hash_map::Entry::Vacant(v) => v,
+        };
+        let Some(info) = self.nodes.get_mut(node.index()).and_then(Option::as_mut) else {
+            return Err(SnapshotError::NodeNotFound(format!("#{}", node.0)));
+        };
+        let position = position.min(info.pods.len());
+        info.insert_pod(position, pod.clone());
+        location.insert(node);
+        let info = self.nodes[node.index()].as_ref().expect("live node");
+        self.index.pod_added(&pod, node, info, &self.namespace_labels);
         Ok(())
     }
 

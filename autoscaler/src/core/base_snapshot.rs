@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use rustc_hash::FxHashMap;
-use simulator::{ClusterSnapshot, NodeId};
+use simulator::{ClusterSnapshot, NodeId, PodInfo};
 
 use super::classify::NodePods;
 
@@ -138,6 +138,14 @@ fn same_objects<T, B: Borrow<Arc<T>>>(a: &[Arc<T>], b: &[B]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b.borrow()))
 }
 
+/// How many pods two lists start with and end with that are the same objects (by address),
+/// the two runs never overlapping in either list.
+fn common_ends(old: &[Arc<PodInfo>], new: &[Arc<PodInfo>]) -> (usize, usize) {
+    let first = old.iter().zip(new).take_while(|(a, b)| Arc::ptr_eq(a, b)).count();
+    let last = old[first..].iter().rev().zip(new[first..].iter().rev()).take_while(|(a, b)| Arc::ptr_eq(a, b)).count();
+    (first, last)
+}
+
 /// `snapshot` brought to `nodes` and their pods, when the nodes it keeps are in the same
 /// relative order in `nodes`; `None` when they are not (or a pod could not be placed as a fresh
 /// build would). A node object that changed (its status, labels, taints) is replaced in its
@@ -212,20 +220,30 @@ fn update<'p>(
         previous = Some(id);
     }
     // Every changed node's pods out first, then in again in the view's order: a pod that moved
-    // between two changed nodes is never in two places.
-    for (id, _, _) in &changed {
-        let keys: Vec<Arc<str>> = snapshot.node(*id)?.pods.iter().map(|p| p.key.clone()).collect();
+    // between two changed nodes is never in two places. Of a node whose object is the same,
+    // only the pods between those its old and new lists start and end with (by address) are
+    // replaced, in place: a pod's status change replaces that pod, not the hundred beside it.
+    let mut kept_ends = Vec::with_capacity(changed.len());
+    for (id, name, node) in &changed {
+        let old = &snapshot.node(*id)?.pods;
+        let (first, last) = match node {
+            Some(_) => (0, 0),
+            None => common_ends(old, pods_in(pods_of(name))),
+        };
+        let keys: Vec<Arc<str>> = old[first..old.len() - last].iter().rev().map(|p| p.key.clone()).collect();
         for key in keys {
             snapshot.remove_pod(&key).ok()?;
         }
+        kept_ends.push((first, last));
     }
-    for (id, name, node) in &changed {
+    for ((id, name, node), (first, last)) in changed.iter().zip(kept_ends) {
         if let Some(node) = node {
             snapshot.replace_node(*id, node.clone()).ok()?;
         }
-        for pod in pods_in(pods_of(name)) {
+        let pods = pods_in(pods_of(name));
+        for (at, pod) in pods[first..pods.len() - last].iter().enumerate() {
             // A fresh build would have skipped it (a pod listed twice): build afresh.
-            snapshot.add_pod(Arc::clone(pod), *id).ok()?;
+            snapshot.insert_pod(Arc::clone(pod), *id, first + at).ok()?;
         }
     }
     let build = BaseBuild::Updated { nodes_added, nodes_removed: gone.len(), nodes_changed: changed.len() };
@@ -402,5 +420,101 @@ mod tests {
         decide_both(&view, &mut memory, now);
         without(&mut view, "light-0");
         decide_both(&view, &mut memory, now);
+    }
+
+    /// Every node's pods (keys, in order) and what they request, as the snapshot holds them.
+    fn contents(snapshot: &ClusterSnapshot) -> Vec<(String, Vec<String>, simulator::Resources)> {
+        snapshot
+            .nodes()
+            .map(|(_, n)| (n.name.to_string(), n.pods.iter().map(|p| p.key.to_string()).collect(), n.requested.clone()))
+            .collect()
+    }
+
+    #[derive(Clone, Debug)]
+    enum PodEdit {
+        /// A pod's new version (other requests) in its place.
+        Replace(usize, usize),
+        Remove(usize, usize),
+        /// A new pod at a place in a node's list.
+        Insert(usize, usize),
+        /// A pod deleted on one node and created again, same name, on another.
+        Move(usize, usize, usize),
+    }
+
+    fn pod_edit() -> impl proptest::strategy::Strategy<Value = PodEdit> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0..4usize, any::<usize>()).prop_map(|(n, i)| PodEdit::Replace(n, i)),
+            (0..4usize, any::<usize>()).prop_map(|(n, i)| PodEdit::Remove(n, i)),
+            (0..4usize, any::<usize>()).prop_map(|(n, i)| PodEdit::Insert(n, i)),
+            (0..4usize, any::<usize>(), 0..4usize).prop_map(|(n, i, to)| PodEdit::Move(n, i, to)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Through any edits of the nodes' pod lists, a kept base brought up to date holds
+        /// every node's pods in the order (and with the sums) of a base built afresh.
+        #[test]
+        fn an_updated_base_holds_what_a_fresh_one_holds(
+            sizes in proptest::collection::vec(0..8usize, 4),
+            rounds in proptest::collection::vec(proptest::collection::vec(pod_edit(), 0..5), 1..5),
+        ) {
+            let names = ["n-0", "n-1", "n-2", "n-3"];
+            let nodes: Vec<Arc<k8s_openapi::api::core::v1::Node>> =
+                names.iter().map(|n| Arc::new(node(n, "ng", 64000, 256, 110))).collect();
+            let node_refs: Vec<&Arc<k8s_openapi::api::core::v1::Node>> = nodes.iter().collect();
+            let mut next = 0;
+            let mut new_pod = |node: usize, cpu: i64| {
+                next += 1;
+                Arc::new(PodInfo::from(rs_pod("p", next, cpu, 10, Some(names[node]), false)))
+            };
+            let mut lists: Vec<Vec<Arc<PodInfo>>> =
+                sizes.iter().enumerate().map(|(n, size)| (0..*size).map(|_| new_pod(n, 100)).collect()).collect();
+            let cache = SnapshotCache::default();
+            for edits in std::iter::once(Vec::new()).chain(rounds) {
+                for edit in edits {
+                    match edit {
+                        PodEdit::Replace(n, i) if !lists[n].is_empty() => {
+                            let at = i % lists[n].len();
+                            let old = lists[n][at].clone();
+                            let mut pod = rs_pod("p", 0, 100 + (i % 7) as i64, 10, Some(names[n]), false);
+                            pod.metadata.name = Some(old.name().to_string());
+                            lists[n][at] = Arc::new(PodInfo::from(pod));
+                        }
+                        PodEdit::Remove(n, i) if !lists[n].is_empty() => {
+                            let at = i % lists[n].len();
+                            lists[n].remove(at);
+                        }
+                        PodEdit::Insert(n, i) => {
+                            let at = i % (lists[n].len() + 1);
+                            let pod = new_pod(n, 200);
+                            lists[n].insert(at, pod);
+                        }
+                        PodEdit::Move(n, i, to) if !lists[n].is_empty() => {
+                            let at = i % lists[n].len();
+                            let old = lists[n].remove(at);
+                            let mut pod = rs_pod("p", 0, 100, 10, Some(names[to]), false);
+                            pod.metadata.name = Some(old.name().to_string());
+                            let at = i % (lists[to].len() + 1);
+                            lists[to].insert(at, Arc::new(PodInfo::from(pod)));
+                        }
+                        _ => {}
+                    }
+                }
+                let shared: Vec<NodePods> = lists.iter().map(|l| Arc::new(l.clone())).collect();
+                let pods_of = |name: &str| names.iter().position(|n| *n == name).map(|i| &shared[i]);
+                let count = lists.iter().map(Vec::len).sum();
+                let (kept, _) = cache.base(&node_refs, pods_of, &[], count);
+                let (fresh, build) = SnapshotCache::default().base(&node_refs, pods_of, &[], count);
+                proptest::prop_assert_eq!(build, BaseBuild::Fresh);
+                proptest::prop_assert_eq!(contents(&kept), contents(&fresh));
+                for list in &lists {
+                    for pod in list {
+                        proptest::prop_assert_eq!(kept.pod_node(&pod.key), fresh.pod_node(&pod.key));
+                    }
+                }
+                cache.keep(kept, &[]);
+            }
+        }
     }
 }
