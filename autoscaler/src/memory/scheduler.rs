@@ -16,9 +16,10 @@
 //!   cpu, 1 node(s) were unschedulable.`); then preemption is tried (see `preemption.rs`).
 //! - Pods with inter-pod affinity or topology spread constraints are retried in the same pass
 //!   after other pods were bound, since new pods can make them fit.
-//! - Within a pass, a pod that fits nowhere is answered from the search made for an earlier pod
-//!   alike (same compiled spec, labels and node pin; no claims, inter-pod terms or spread) while
-//!   no pod was placed in between: the same answer and message as a full search.
+//! - Every node's answer for a kind of pod (same compiled spec, labels and node pin; no claims,
+//!   inter-pod terms or spread) is kept from pass to pass; the next pod of the kind asks again
+//!   only the nodes whose pods changed since (see `KeptAnswers`): the same node and message as
+//!   a full search, which debug builds check at every pod.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,8 +27,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use rustc_hash::FxHashMap;
+use simulator::predicates::PreparedPod;
 use simulator::predicates::tolerates;
-use simulator::{ClusterSnapshot, NodeInfo, PodInfo};
+use simulator::{ClusterSnapshot, NodeId, NodeInfo, PodInfo};
 
 use super::cluster::MemoryCluster;
 use super::pods::{PodChange, bound_node, is_terminal, set_condition, waiting_for_scheduler};
@@ -51,17 +53,66 @@ pub(super) struct SchedulerState {
     /// placed; `None` when it has to be found again: after a node changed (finding it reads
     /// every placed pod, so it is kept from one pass to the next).
     lowest_priority: Option<i32>,
+    /// Every node's answer for the kinds of pods met (see `Alike`), kept from pass to pass.
+    kept: KeptAnswers,
+}
+
+/// Every node's answer for each kind of pod met, brought up to date from the nodes whose pods
+/// changed since (a log), so a pass asks only those again: a pod created alone (a replaced
+/// replica, a scaled-up Deployment's next pod) was a search over every node, a seventh of a
+/// simulated day. The kinds bring no inter-pod terms, spread or claims, so a node's answer
+/// changes only with its own pods; anything else (nodes, namespaces, volumes, a pod with
+/// inter-pod terms placed or taken out) forgets them all.
+#[derive(Debug, Default)]
+struct KeptAnswers {
+    kinds: FxHashMap<Alike, KindAnswers>,
+    /// Each node's place in every kind's answers (the snapshot's order of its nodes, which
+    /// only a forgetting change alters).
+    places: FxHashMap<NodeId, usize>,
+    /// Nodes whose pods changed, in order; a kind has read `changed[..kind.seen]`.
+    changed: Vec<NodeId>,
+}
+
+/// Every node's answer for one kind of pod, a pod of that kind to ask again for, and the
+/// choice made of the answers while they stay the same.
+#[derive(Debug)]
+struct KindAnswers {
+    pod: Arc<PodInfo>,
+    answers: Vec<Answer>,
+    seen: usize,
+    outcome: Option<Result<String, String>>,
+}
+
+impl KeptAnswers {
+    /// Answers kept at most (kinds × nodes): about 64 bytes each.
+    const MAX_ANSWERS: usize = 1 << 20;
+
+    fn forget(&mut self) {
+        self.kinds.clear();
+        self.places.clear();
+        self.changed.clear();
+    }
+
+    fn node_changed(&mut self, id: NodeId) {
+        if self.kinds.is_empty() {
+            return;
+        }
+        self.changed.push(id);
+        // A long log is read by kinds seldom met: asking every node again is as cheap.
+        if self.changed.len() > 4 * self.places.len() + 1024 {
+            self.forget();
+        }
+    }
 }
 
 /// What the filters read of a pending pod, for pods that need nothing else: no claims (their
 /// volumes are their own), no inter-pod terms and no spread constraints (they read the pods
 /// placed so far). Two pods alike get the same answer from the same snapshot.
-#[derive(PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct Alike {
     /// The compiled spec (requests, tolerations, node selection, ports, priority, namespace),
-    /// by identity: pods of one spec share it. An address stands for one spec for the whole
-    /// pass: the stored pods keep their shapes and labels alive, and a pass makes no new ones
-    /// (placing a pod or marking it keeps its shape).
+    /// by identity: pods of one spec share it. An address stands for one spec while its kind
+    /// is kept: the kind holds a pod of it, which keeps its shape and labels alive.
     shape: usize,
     /// The labels existing pods' anti-affinity terms match, by identity.
     labels: usize,
@@ -78,6 +129,125 @@ impl Alike {
             pinned_node: pod.pinned_node().map(Arc::from),
         })
     }
+}
+
+impl SchedulerState {
+    /// Forgets every kept answer (the volumes changed).
+    pub(super) fn forget_answers(&mut self) {
+        self.kept.forget();
+    }
+
+    /// A pod placed on a node or taken out of it: that node's answers may change; a pod with
+    /// inter-pod terms may change any node's (its anti-affinity keeps other pods away).
+    fn placed_changed(&mut self, pod: &PodInfo, node: NodeId) {
+        if pod.has_inter_pod_affinity() {
+            self.kept.forget();
+        } else {
+            self.kept.node_changed(node);
+        }
+    }
+
+    /// The best node for the pod, or kube-scheduler's message saying why none fits: from the
+    /// kept answers of its kind, brought up to date, when it has a kind.
+    fn pick_node(&mut self, pod: &Arc<PodInfo>) -> Result<String, String> {
+        let Some(alike) = Alike::of(pod) else {
+            let searched = answers(&mut self.snapshot, pod);
+            return choose(&self.snapshot, &searched);
+        };
+        let (kept, snapshot) = (&mut self.kept, &mut self.snapshot);
+        let new_kind = !kept.kinds.contains_key(&alike);
+        if new_kind && (kept.kinds.len() + 1) * kept.places.len() > KeptAnswers::MAX_ANSWERS {
+            kept.forget();
+        }
+        if kept.places.is_empty() {
+            kept.places = snapshot.nodes().enumerate().map(|(at, (id, _))| (id, at)).collect();
+        }
+        let seen = kept.changed.len();
+        let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers {
+            pod: pod.clone(),
+            answers: answers(snapshot, pod),
+            seen,
+            outcome: None,
+        });
+        if kind.seen < seen {
+            let mut ids: Vec<NodeId> = kept.changed[kind.seen..].to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            let prepared = snapshot.prepare(&kind.pod);
+            for id in ids {
+                let (Some(&at), Some(node)) = (kept.places.get(&id), snapshot.node(id)) else { continue };
+                let again = answer(snapshot, &prepared, id, node);
+                if kind.answers.get(at) != Some(&again) {
+                    if let Some(slot) = kind.answers.get_mut(at) {
+                        *slot = again;
+                    }
+                    kind.outcome = None;
+                }
+            }
+            kind.seen = seen;
+        }
+        let outcome = kind.outcome.get_or_insert_with(|| choose(snapshot, &kind.answers)).clone();
+        #[cfg(debug_assertions)]
+        {
+            let searched = answers(snapshot, pod);
+            assert_eq!(outcome, choose(snapshot, &searched), "kept answers agree with a search");
+        }
+        outcome
+    }
+}
+
+/// A node's answer for a pod: it fits (with what ranks the node for it) or why not.
+type Answer = Result<Fit, simulator::Unfit>;
+
+/// What ranks a node that fits a pod, before its name: fewest untolerated `PreferNoSchedule`
+/// taints, then the highest LeastAllocated score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fit {
+    untolerated: usize,
+    score: i64,
+}
+
+fn answer(snapshot: &ClusterSnapshot, prepared: &PreparedPod<'_>, id: NodeId, node: &NodeInfo) -> Answer {
+    let pod = prepared.pod;
+    snapshot
+        .check(prepared, id)
+        .map(|()| Fit { untolerated: untolerated_prefer_no_schedule(node, pod), score: least_allocated(node, pod) })
+}
+
+/// Every node's answer for the pod, in the snapshot's order.
+fn answers(snapshot: &mut ClusterSnapshot, pod: &PodInfo) -> Vec<Answer> {
+    let prepared = snapshot.prepare(pod);
+    snapshot.nodes().map(|(id, node)| answer(snapshot, &prepared, id, node)).collect()
+}
+
+/// The best node by the answers (in the snapshot's order of nodes), or kube-scheduler's
+/// message saying why none fits.
+fn choose(snapshot: &ClusterSnapshot, answers: &[Answer]) -> Result<String, String> {
+    // The best name borrowed, not an `Arc` counted up and down for every feasible node.
+    let mut best: Option<(usize, Reverse<i64>, &str)> = None;
+    // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
+    // same few reasons, and formatting each node's was a good part of a pass.
+    let mut unfits = UnfitCounts::default();
+    let mut pre_filter: Option<&str> = None;
+    for ((_, node), answer) in snapshot.nodes().zip(answers) {
+        match answer {
+            Ok(fit) => {
+                let rank = (fit.untolerated, Reverse(fit.score), &*node.name);
+                if best.as_ref().is_none_or(|b| rank < *b) {
+                    best = Some(rank);
+                }
+            }
+            Err(simulator::Unfit::PodVolumes(message)) => pre_filter = Some(message),
+            Err(unfit) => unfits.add(unfit),
+        }
+    }
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for (unfit, count) in unfits.few.into_iter().chain(unfits.many) {
+        for reason in unfit.reasons() {
+            *reasons.entry(reason).or_insert(0) += count;
+        }
+    }
+    best.map(|(_, _, name)| name.to_string()).ok_or_else(|| unschedulable_message(answers.len(), &reasons, pre_filter))
 }
 
 /// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
@@ -104,15 +274,15 @@ fn untolerated_prefer_no_schedule(node: &NodeInfo, pod: &PodInfo) -> usize {
 /// is checked against); the reasons past the first few (nodes with distinct taints) go to a
 /// hash map, so many distinct reasons stay linear.
 #[derive(Default)]
-struct UnfitCounts {
-    few: Vec<(simulator::Unfit, usize)>,
-    many: FxHashMap<simulator::Unfit, usize>,
+struct UnfitCounts<'a> {
+    few: Vec<(&'a simulator::Unfit, usize)>,
+    many: FxHashMap<&'a simulator::Unfit, usize>,
 }
 
-impl UnfitCounts {
+impl<'a> UnfitCounts<'a> {
     const FEW: usize = 8;
 
-    fn add(&mut self, unfit: simulator::Unfit) {
+    fn add(&mut self, unfit: &'a simulator::Unfit) {
         if let Some((_, count)) = self.few.iter_mut().find(|(u, _)| *u == unfit) {
             *count += 1;
         } else if self.few.len() < Self::FEW {
@@ -157,13 +327,18 @@ impl MemoryCluster {
         // The scheduler's snapshot reads only what a `Spec` change can change: after a change of
         // binding or status it keeps the pod's earlier `PodInfo`, and nothing is re-placed.
         let info_changed = change == PodChange::Spec || old_info.is_none();
-        if was_in.is_some() && (was_in != now_in || info_changed) {
-            let _ = self.scheduler.snapshot.remove_pod(&info.key);
+        if let Some(node) = was_in
+            && (was_in != now_in || info_changed)
+        {
+            if let Ok(placed) = self.scheduler.snapshot.remove_pod(&info.key) {
+                self.scheduler.placed_changed(&placed, node);
+            }
             self.scheduler.retry_all = true;
         }
         if let Some(node) = now_in
             && (was_in != now_in || info_changed)
         {
+            self.scheduler.placed_changed(info, node);
             if let Some(lowest) = &mut self.scheduler.lowest_priority {
                 *lowest = (*lowest).min(info.priority);
             }
@@ -184,9 +359,11 @@ impl MemoryCluster {
 
     pub(super) fn snapshot_pod_removed(&mut self, key: &ObjectKey, info: Option<&Arc<PodInfo>>) {
         if let Some(info) = info
-            && self.scheduler.snapshot.pod_node(&info.key).is_some()
+            && let Some(node) = self.scheduler.snapshot.pod_node(&info.key)
         {
-            let _ = self.scheduler.snapshot.remove_pod(&info.key);
+            if let Ok(placed) = self.scheduler.snapshot.remove_pod(&info.key) {
+                self.scheduler.placed_changed(&placed, node);
+            }
             self.scheduler.retry_all = true;
         }
         self.scheduler.waiting.remove(key);
@@ -216,6 +393,7 @@ impl MemoryCluster {
             None => self.snapshot_pods_of(name),
         };
         self.scheduler.lowest_priority = None;
+        self.scheduler.kept.forget();
         let mut info = NodeInfo::new(node);
         info.pods = pods;
         if let Err(error) = self.scheduler.snapshot.add_node_info(info) {
@@ -228,6 +406,7 @@ impl MemoryCluster {
     pub(super) fn snapshot_node_removed(&mut self, name: &str) {
         if let Some(id) = self.scheduler.snapshot.node_id(name) {
             let _ = self.scheduler.snapshot.remove_node(id);
+            self.scheduler.kept.forget();
             self.scheduler.garbage += 1;
             self.scheduler.retry_all = true;
             self.compact_snapshot();
@@ -237,6 +416,7 @@ impl MemoryCluster {
     pub(super) fn snapshot_namespaces_changed(&mut self) {
         let namespaces = self.namespaces.list();
         self.scheduler.snapshot.set_namespaces(namespaces.iter().map(|n| &**n));
+        self.scheduler.kept.forget();
     }
 
     /// Node ids are never reused, so replaced and removed nodes leave dead slots every search
@@ -258,6 +438,7 @@ impl MemoryCluster {
             }
         }
         self.scheduler.snapshot = snapshot;
+        self.scheduler.kept.forget();
         self.scheduler.garbage = 0;
         self.scheduler.lowest_priority = None;
     }
@@ -290,34 +471,19 @@ impl MemoryCluster {
         loop {
             let mut bound_any = false;
             let mut retry = Vec::new();
-            // Why pods fit nowhere, by what the filters read of them, while the snapshot is
-            // unchanged: a burst of one Deployment's pods is one search over the nodes, not one
-            // per pod. Forgotten whenever a pod is placed (its node may now reject for more
-            // reasons, which the message counts) or a preemption terminates pods.
-            let mut unfit_alike: FxHashMap<Alike, String> = FxHashMap::default();
             for (key, info) in queue {
                 if !self.pods.get(&key).is_some_and(|p| waiting_for_scheduler(p)) {
                     continue;
                 }
-                let alike = Alike::of(&info);
-                let outcome = match alike.as_ref().and_then(|a| unfit_alike.get(a)) {
-                    Some(message) => Err(message.clone()),
-                    None => self.pick_node(&info),
-                };
+                let outcome = self.scheduler.pick_node(&info);
                 match outcome {
                     Ok(node) => {
                         self.bind(&key, node);
                         bound_any = true;
-                        unfit_alike.clear();
                     }
                     Err(message) => {
-                        if let Some(alike) = alike {
-                            unfit_alike.insert(alike, message.clone());
-                        }
                         self.mark_unschedulable(&key, message);
-                        if self.preempt_for(&key, &info) {
-                            unfit_alike.clear();
-                        }
+                        self.preempt_for(&key, &info);
                         if info.has_inter_pod_affinity() || !info.shape.spread_constraints.is_empty() {
                             retry.push((key, info));
                         }
@@ -337,41 +503,6 @@ impl MemoryCluster {
         *self.scheduler.lowest_priority.get_or_insert_with(|| {
             snapshot.nodes().flat_map(|(_, node)| &node.pods).map(|p| p.priority).min().unwrap_or(i32::MAX)
         })
-    }
-
-    /// The best node for the pod, or kube-scheduler's message saying why none fits.
-    fn pick_node(&mut self, pod: &PodInfo) -> Result<String, String> {
-        let snapshot = &mut self.scheduler.snapshot;
-        let prepared = snapshot.prepare(pod);
-        // The best name borrowed, not an `Arc` counted up and down for every feasible node.
-        let mut best: Option<(usize, Reverse<i64>, &str)> = None;
-        // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
-        // same few reasons, and formatting each node's was a good part of a pass.
-        let mut unfits = UnfitCounts::default();
-        let mut pre_filter: Option<String> = None;
-        let mut total = 0;
-        for (id, node) in snapshot.nodes() {
-            total += 1;
-            match snapshot.check(&prepared, id) {
-                Ok(()) => {
-                    let rank =
-                        (untolerated_prefer_no_schedule(node, pod), Reverse(least_allocated(node, pod)), &*node.name);
-                    if best.as_ref().is_none_or(|b| rank < *b) {
-                        best = Some(rank);
-                    }
-                }
-                Err(simulator::Unfit::PodVolumes(message)) => pre_filter = Some(message),
-                Err(unfit) => unfits.add(unfit),
-            }
-        }
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        for (unfit, count) in unfits.few.into_iter().chain(unfits.many) {
-            for reason in unfit.reasons() {
-                *reasons.entry(reason).or_insert(0) += count;
-            }
-        }
-        best.map(|(_, _, name)| name.to_string())
-            .ok_or_else(|| unschedulable_message(total, &reasons, pre_filter.as_deref()))
     }
 
     fn bind(&mut self, key: &ObjectKey, node: String) {
@@ -422,14 +553,18 @@ mod tests {
     /// Past the first few kinds, reasons are counted in the map: none is lost or counted twice.
     #[test]
     fn unfit_counts_keep_every_node_once() {
-        let mut counts = UnfitCounts::default();
         let cpu: Shortfall = ["cpu"].into_iter().collect();
+        let mut unfits = Vec::new();
         for i in 0..20 {
-            counts.add(Unfit::UntoleratedTaint { key: format!("t-{}", i % 12), value: String::new() });
-            counts.add(Unfit::Insufficient(cpu.clone()));
+            unfits.push(Unfit::UntoleratedTaint { key: format!("t-{}", i % 12), value: String::new() });
+            unfits.push(Unfit::Insufficient(cpu.clone()));
+        }
+        let mut counts = UnfitCounts::default();
+        for unfit in &unfits {
+            counts.add(unfit);
         }
         assert_eq!(counts.few.len(), UnfitCounts::FEW);
-        let all: Vec<(Unfit, usize)> = counts.few.into_iter().chain(counts.many).collect();
+        let all: Vec<(Unfit, usize)> = counts.few.into_iter().chain(counts.many).map(|(u, n)| (u.clone(), n)).collect();
         assert_eq!(all.len(), 13, "12 taints and the cpu shortfall, each once");
         assert_eq!(all.iter().map(|(_, n)| n).sum::<usize>(), 40);
         assert!(all.contains(&(Unfit::Insufficient(cpu), 20)));

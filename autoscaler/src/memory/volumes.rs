@@ -91,6 +91,7 @@ impl MemoryCluster {
     pub(super) fn refresh_volume_index(&mut self) {
         let index = self.volume_index();
         self.scheduler.snapshot.set_volumes(index);
+        self.scheduler.forget_answers();
     }
 
     pub(super) fn volume_index(&mut self) -> VolumeIndex {
