@@ -58,7 +58,7 @@ pub(super) struct SchedulerState {
 }
 
 /// Every node's answer for each kind of pod met, brought up to date from the nodes whose pods
-/// changed since (a log), so a pass asks only those again: a pod created alone (a replaced
+/// changed since (each node's last change is numbered), so a pass asks only those again: a pod created alone (a replaced
 /// replica, a scaled-up Deployment's next pod) was a search over every node, a seventh of a
 /// simulated day. The kinds bring no inter-pod terms, spread or claims, so a node's answer
 /// changes only with its own pods; anything else (nodes, namespaces, volumes, a pod with
@@ -69,8 +69,10 @@ struct KeptAnswers {
     /// Each node's place in every kind's answers (the snapshot's order of its nodes, which
     /// only a forgetting change alters).
     places: FxHashMap<NodeId, usize>,
-    /// Nodes whose pods changed, in order; a kind has read `changed[..kind.seen]`.
-    changed: Vec<NodeId>,
+    /// Per place: the node, and the number of its pods' last change (0: none since kept).
+    nodes: Vec<(NodeId, u64)>,
+    /// The number of the last change.
+    changes: u64,
 }
 
 /// Every node's answer for one kind of pod, a pod of that kind to ask again for, and the
@@ -79,7 +81,8 @@ struct KeptAnswers {
 struct KindAnswers {
     pod: Arc<PodInfo>,
     answers: Vec<Answer>,
-    seen: usize,
+    /// The number of the last change its answers have read.
+    seen: u64,
     outcome: Option<Result<String, String>>,
 }
 
@@ -90,17 +93,13 @@ impl KeptAnswers {
     fn forget(&mut self) {
         self.kinds.clear();
         self.places.clear();
-        self.changed.clear();
+        self.nodes.clear();
     }
 
     fn node_changed(&mut self, id: NodeId) {
-        if self.kinds.is_empty() {
-            return;
-        }
-        self.changed.push(id);
-        // A long log is read by kinds seldom met: asking every node again is as cheap.
-        if self.changed.len() > 4 * self.places.len() + 1024 {
-            self.forget();
+        if let Some(&at) = self.places.get(&id) {
+            self.changes += 1;
+            self.nodes[at].1 = self.changes;
         }
     }
 }
@@ -160,9 +159,10 @@ impl SchedulerState {
             kept.forget();
         }
         if kept.places.is_empty() {
-            kept.places = snapshot.nodes().enumerate().map(|(at, (id, _))| (id, at)).collect();
+            kept.nodes = snapshot.nodes().map(|(id, _)| (id, kept.changes)).collect();
+            kept.places = kept.nodes.iter().enumerate().map(|(at, (id, _))| (*id, at)).collect();
         }
-        let seen = kept.changed.len();
+        let seen = kept.changes;
         let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers {
             pod: pod.clone(),
             answers: answers(snapshot, pod),
@@ -170,13 +170,13 @@ impl SchedulerState {
             outcome: None,
         });
         if kind.seen < seen {
-            let mut ids: Vec<NodeId> = kept.changed[kind.seen..].to_vec();
-            ids.sort_unstable();
-            ids.dedup();
             let prepared = snapshot.prepare(&kind.pod);
-            for id in ids {
-                let (Some(&at), Some(node)) = (kept.places.get(&id), snapshot.node(id)) else { continue };
-                let again = answer(snapshot, &prepared, id, node);
+            for (at, (id, changed)) in kept.nodes.iter().enumerate() {
+                if *changed <= kind.seen {
+                    continue;
+                }
+                let Some(node) = snapshot.node(*id) else { continue };
+                let again = answer(snapshot, &prepared, *id, node);
                 if kind.answers.get(at) != Some(&again) {
                     if let Some(slot) = kind.answers.get_mut(at) {
                         *slot = again;
