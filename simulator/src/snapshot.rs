@@ -390,20 +390,7 @@ impl ClusterSnapshot {
 
     /// Places a pod on a node. No predicate is checked here: callers decide that.
     pub fn add_pod(&mut self, pod: Arc<PodInfo>, node: NodeId) -> Result<(), SnapshotError> {
-        // One hash of the key for the check and the insertion: a snapshot is built pod by pod.
-        let location = match self.pod_location.entry(pod.key.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                return Err(SnapshotError::DuplicatePod(pod.key.to_string()));
-            }
-            std::collections::hash_map::Entry::Vacant(v) => v,
-        };
-        let Some(info) = self.nodes.get_mut(node.index()).and_then(Option::as_mut) else {
-            return Err(SnapshotError::NodeNotFound(format!("#{}", node.0)));
-        };
-        info.push_pod(pod.clone());
-        location.insert(node);
-        let info = self.nodes[node.index()].as_ref().expect("live node");
-        self.index.pod_added(&pod, node, info, &self.namespace_labels);
+        self.place_pod(pod, node, usize::MAX)?;
         self.record(Undo::PodAdded { node });
         Ok(())
     }
@@ -415,6 +402,13 @@ impl ClusterSnapshot {
         if !self.marks.is_empty() {
             return Err(SnapshotError::PodNotInsertable(pod.key.to_string()));
         }
+        self.place_pod(pod, node, position)
+    }
+
+    /// A pod placed at `position` in a node's list (at the end when past it), located and
+    /// indexed; nothing recorded for a what-if.
+    fn place_pod(&mut self, pod: Arc<PodInfo>, node: NodeId, position: usize) -> Result<(), SnapshotError> {
+        // One hash of the key for the check and the insertion: a snapshot is built pod by pod.
         let location = match self.pod_location.entry(pod.key.clone()) {
             std::collections::hash_map::Entry::Occupied(_) => {
                 return Err(SnapshotError::DuplicatePod(pod.key.to_string()));

@@ -57,12 +57,13 @@ pub(super) struct SchedulerState {
     kept: KeptAnswers,
 }
 
-/// Every node's answer for each kind of pod met, brought up to date from the nodes whose pods
-/// changed since (each node's last change is numbered), so a pass asks only those again: a pod created alone (a replaced
-/// replica, a scaled-up Deployment's next pod) was a search over every node, a seventh of a
-/// simulated day. The kinds bring no inter-pod terms, spread or claims, so a node's answer
-/// changes only with its own pods; anything else (nodes, namespaces, volumes, a pod with
-/// inter-pod terms placed or taken out) forgets them all.
+/// Every node's answer for each kind of pod met, brought up to date from the nodes whose
+/// pods changed since (each node's last change is numbered), so a pass asks only those
+/// again: a pod created alone (a replaced replica, a scaled-up Deployment's next pod) was a
+/// search over every node, a seventh of a simulated day. The kinds bring no inter-pod
+/// terms, spread or claims, so a node's answer changes only with its own pods; anything
+/// else (nodes, namespaces, volumes, a pod with inter-pod terms placed or taken out)
+/// forgets them all.
 #[derive(Debug, Default)]
 struct KeptAnswers {
     kinds: FxHashMap<Alike, KindAnswers>,
