@@ -24,17 +24,18 @@ use super::pods::{PodChange, is_terminating};
 use super::store::ObjectKey;
 
 impl MemoryCluster {
-    /// Whether it terminated pods (and nominated the pod to their node).
-    pub(super) fn preempt_for(&mut self, key: &ObjectKey, pod: &Arc<PodInfo>) -> bool {
-        let Some(stored) = self.pods.get(key).cloned() else { return false };
+    /// Terminates lower-priority pods for the pod and nominates it to their node, when that
+    /// lets it fit somewhere.
+    pub(super) fn preempt_for(&mut self, key: &ObjectKey, pod: &Arc<PodInfo>) {
+        let Some(stored) = self.pods.get(key).cloned() else { return };
         let spec = stored.spec.as_ref();
         if spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never") {
-            return false;
+            return;
         }
         // No placed pod has a lower priority: no node has a victim (most clusters run every
         // pod at one priority, and this spares reading every pod for each pending one).
         if pod.priority <= self.lowest_placed_priority() {
-            return false;
+            return;
         }
         let nominated = stored.status.as_ref().and_then(|s| s.nominated_node_name.clone());
         if let Some(node) = &nominated {
@@ -43,10 +44,10 @@ impl MemoryCluster {
                     && self.pod_infos.get(k).is_some_and(|i| i.priority < pod.priority)
             });
             if victims_leaving {
-                return false;
+                return;
             }
         }
-        let Some((node, victims)) = self.choose_victims(pod) else { return false };
+        let Some((node, victims)) = self.choose_victims(pod) else { return };
         for victim in &victims {
             let victim_key = ObjectKey::new(victim.namespace(), victim.name());
             let grace = self.pods.get(&victim_key).map_or(self.config.default_termination_grace, |p| self.grace_of(p));
@@ -57,7 +58,6 @@ impl MemoryCluster {
             nominated_pod.status.get_or_insert_with(Default::default).nominated_node_name = Some(node);
             self.put_pod(nominated_pod, PodChange::Status);
         }
-        true
     }
 
     /// The node to preempt on and its victims, if preemption can help anywhere.

@@ -178,10 +178,10 @@ impl SchedulerState {
                 }
                 let Some(node) = snapshot.node(*id) else { continue };
                 let again = answer(snapshot, &prepared, *id, node);
-                if kind.answers.get(at) != Some(&again) {
-                    if let Some(slot) = kind.answers.get_mut(at) {
-                        *slot = again;
-                    }
+                if let Some(slot) = kind.answers.get_mut(at)
+                    && *slot != again
+                {
+                    *slot = again;
                     kind.outcome = None;
                 }
             }
