@@ -18,8 +18,8 @@
 //!   after other pods were bound, since new pods can make them fit.
 //! - Every node's answer for a kind of pod (same compiled spec, labels and node pin; no claims,
 //!   inter-pod terms or spread) is kept from pass to pass; the next pod of the kind asks again
-//!   only the nodes whose pods changed since (see `KeptAnswers`): the same node and message as
-//!   a full search, which debug builds check at every pod.
+//!   only the nodes that changed, joined or whose pods changed since (see `KeptAnswers`): the
+//!   same node and message as a full search, which debug builds check at every pod.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,23 +57,23 @@ pub(super) struct SchedulerState {
     kept: KeptAnswers,
 }
 
-/// Every node's answer for each kind of pod met, brought up to date from the nodes whose
-/// pods changed since (each node's last change is numbered), so a pass asks only those
-/// again: a pod created alone (a replaced replica, a scaled-up Deployment's next pod) was a
-/// search over every node, a seventh of a simulated day. The kinds bring no inter-pod
-/// terms, spread or claims, so a node's answer changes only with its own pods; anything
-/// else (nodes, namespaces, volumes, a pod with inter-pod terms placed or taken out)
-/// forgets them all.
+/// Every node's answer for each kind of pod met, brought up to date from the nodes that
+/// changed since (each node's last change is numbered), so a pass asks only those again: a
+/// pod created alone (a replaced replica, a scaled-up Deployment's next pod) was a search over
+/// every node, a seventh of a simulated day. The kinds bring no inter-pod terms, spread or
+/// claims, so a node's answer changes only with the node and its own pods. A node changed,
+/// added or replaced (a new node id: the snapshot never reuses one) is asked again; a node
+/// removed drops out of the choice. Anything else (namespaces, volumes, a pod with inter-pod
+/// terms placed or taken out, the snapshot rebuilt) forgets them all.
 #[derive(Debug, Default)]
 struct KeptAnswers {
     kinds: FxHashMap<Alike, KindAnswers>,
-    /// Each node's place in every kind's answers (the snapshot's order of its nodes, which
-    /// only a forgetting change alters).
-    places: FxHashMap<NodeId, usize>,
-    /// Per place: the node, and the number of its pods' last change (0: none since kept).
-    nodes: Vec<(NodeId, u64)>,
+    /// Per node id: the number of the node's last change (0: none since kept).
+    changed: Vec<u64>,
     /// The number of the last change.
     changes: u64,
+    /// The number of the last node removal: choices made before it are made again.
+    last_removal: u64,
 }
 
 /// Every node's answer for one kind of pod, a pod of that kind to ask again for, and the
@@ -81,7 +81,7 @@ struct KeptAnswers {
 #[derive(Debug)]
 struct KindAnswers {
     pod: Arc<PodInfo>,
-    answers: Vec<Answer>,
+    answers: Answers,
     /// The number of the last change its answers have read.
     seen: u64,
     outcome: Option<Result<String, String>>,
@@ -93,15 +93,21 @@ impl KeptAnswers {
 
     fn forget(&mut self) {
         self.kinds.clear();
-        self.places.clear();
-        self.nodes.clear();
+        self.changed.clear();
     }
 
+    /// The node (new, replaced or changed) or its pods changed: its answers are asked again.
     fn node_changed(&mut self, id: NodeId) {
-        if let Some(&at) = self.places.get(&id) {
-            self.changes += 1;
-            self.nodes[at].1 = self.changes;
+        self.changes += 1;
+        if self.changed.len() <= id.index() {
+            self.changed.resize(id.index() + 1, 0);
         }
+        self.changed[id.index()] = self.changes;
+    }
+
+    fn node_removed(&mut self) {
+        self.changes += 1;
+        self.last_removal = self.changes;
     }
 }
 
@@ -156,12 +162,9 @@ impl SchedulerState {
         };
         let (kept, snapshot) = (&mut self.kept, &mut self.snapshot);
         let new_kind = !kept.kinds.contains_key(&alike);
-        if new_kind && (kept.kinds.len() + 1) * kept.places.len() > KeptAnswers::MAX_ANSWERS {
+        let ids = snapshot.node_count() + snapshot.removed_places();
+        if new_kind && (kept.kinds.len() + 1) * ids > KeptAnswers::MAX_ANSWERS {
             kept.forget();
-        }
-        if kept.places.is_empty() {
-            kept.nodes = snapshot.nodes().map(|(id, _)| (id, kept.changes)).collect();
-            kept.places = kept.nodes.iter().enumerate().map(|(at, (id, _))| (*id, at)).collect();
         }
         let seen = kept.changes;
         let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers {
@@ -171,17 +174,19 @@ impl SchedulerState {
             outcome: None,
         });
         if kind.seen < seen {
+            if kind.seen < kept.last_removal {
+                kind.outcome = None;
+            }
             let prepared = snapshot.prepare(&kind.pod);
-            for (at, (id, changed)) in kept.nodes.iter().enumerate() {
-                if *changed <= kind.seen {
+            for (id, node) in snapshot.nodes() {
+                let changed = kept.changed.get(id.index()).is_some_and(|&at| at > kind.seen);
+                let slot = kind.answers.slot(id);
+                if !changed && slot.is_some() {
                     continue;
                 }
-                let Some(node) = snapshot.node(*id) else { continue };
-                let again = answer(snapshot, &prepared, *id, node);
-                if let Some(slot) = kind.answers.get_mut(at)
-                    && *slot != again
-                {
-                    *slot = again;
+                let again = answer(snapshot, &prepared, id, node);
+                if slot.as_ref() != Some(&again) {
+                    *slot = Some(again);
                     kind.outcome = None;
                 }
             }
@@ -200,6 +205,24 @@ impl SchedulerState {
 /// A node's answer for a pod: it fits (with what ranks the node for it) or why not.
 type Answer = Result<Fit, simulator::Unfit>;
 
+/// Nodes' answers for a pod by node id (`None`: not asked yet). A removed node's answer stays,
+/// never read again: the snapshot does not reuse node ids.
+#[derive(Debug, Default)]
+struct Answers(Vec<Option<Answer>>);
+
+impl Answers {
+    fn slot(&mut self, id: NodeId) -> &mut Option<Answer> {
+        if self.0.len() <= id.index() {
+            self.0.resize_with(id.index() + 1, || None);
+        }
+        &mut self.0[id.index()]
+    }
+
+    fn get(&self, id: NodeId) -> Option<&Answer> {
+        self.0.get(id.index()).and_then(Option::as_ref)
+    }
+}
+
 /// What ranks a node that fits a pod, before its name: fewest untolerated `PreferNoSchedule`
 /// taints, then the highest LeastAllocated score.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,22 +238,33 @@ fn answer(snapshot: &ClusterSnapshot, prepared: &PreparedPod<'_>, id: NodeId, no
         .map(|()| Fit { untolerated: untolerated_prefer_no_schedule(node, pod), score: least_allocated(node, pod) })
 }
 
-/// Every node's answer for the pod, in the snapshot's order.
-fn answers(snapshot: &mut ClusterSnapshot, pod: &PodInfo) -> Vec<Answer> {
+/// Every node's answer for the pod.
+fn answers(snapshot: &mut ClusterSnapshot, pod: &PodInfo) -> Answers {
     let prepared = snapshot.prepare(pod);
-    snapshot.nodes().map(|(id, node)| answer(snapshot, &prepared, id, node)).collect()
+    let mut answers = Answers::default();
+    answers.0.resize_with(snapshot.node_count() + snapshot.removed_places(), || None);
+    for (id, node) in snapshot.nodes() {
+        *answers.slot(id) = Some(answer(snapshot, &prepared, id, node));
+    }
+    answers
 }
 
-/// The best node by the answers (in the snapshot's order of nodes), or kube-scheduler's
-/// message saying why none fits.
-fn choose(snapshot: &ClusterSnapshot, answers: &[Answer]) -> Result<String, String> {
+/// The best node by the answers of the snapshot's nodes, or kube-scheduler's message saying
+/// why none fits. Every node of the snapshot must have its answer.
+fn choose(snapshot: &ClusterSnapshot, answers: &Answers) -> Result<String, String> {
     // The best name borrowed, not an `Arc` counted up and down for every feasible node.
     let mut best: Option<(usize, Reverse<i64>, &str)> = None;
     // Counted by kind first and spelled out once at the end: hundreds of nodes fail for the
     // same few reasons, and formatting each node's was a good part of a pass.
     let mut unfits = UnfitCounts::default();
     let mut pre_filter: Option<&str> = None;
-    for ((_, node), answer) in snapshot.nodes().zip(answers) {
+    let mut total = 0;
+    for (id, node) in snapshot.nodes() {
+        let Some(answer) = answers.get(id) else {
+            debug_assert!(false, "node {} has no answer", node.name);
+            continue;
+        };
+        total += 1;
         match answer {
             Ok(fit) => {
                 let rank = (fit.untolerated, Reverse(fit.score), &*node.name);
@@ -248,7 +282,7 @@ fn choose(snapshot: &ClusterSnapshot, answers: &[Answer]) -> Result<String, Stri
             *reasons.entry(reason).or_insert(0) += count;
         }
     }
-    best.map(|(_, _, name)| name.to_string()).ok_or_else(|| unschedulable_message(answers.len(), &reasons, pre_filter))
+    best.map(|(_, _, name)| name.to_string()).ok_or_else(|| unschedulable_message(total, &reasons, pre_filter))
 }
 
 /// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
@@ -389,16 +423,17 @@ impl MemoryCluster {
                 let pods = snapshot.node(id).map(|n| n.pods.clone()).unwrap_or_default();
                 let _ = snapshot.remove_node(id);
                 self.scheduler.garbage += 1;
+                self.scheduler.kept.node_removed();
                 pods
             }
             None => self.snapshot_pods_of(name),
         };
         self.scheduler.lowest_priority = None;
-        self.scheduler.kept.forget();
         let mut info = NodeInfo::new(node);
         info.pods = pods;
-        if let Err(error) = self.scheduler.snapshot.add_node_info(info) {
-            tracing::warn!(node = %name, %error, "node could not be placed in the scheduler's snapshot");
+        match self.scheduler.snapshot.add_node_info(info) {
+            Ok(id) => self.scheduler.kept.node_changed(id),
+            Err(error) => tracing::warn!(node = %name, %error, "node could not be placed in the scheduler's snapshot"),
         }
         self.scheduler.retry_all = true;
         self.compact_snapshot();
@@ -407,7 +442,7 @@ impl MemoryCluster {
     pub(super) fn snapshot_node_removed(&mut self, name: &str) {
         if let Some(id) = self.scheduler.snapshot.node_id(name) {
             let _ = self.scheduler.snapshot.remove_node(id);
-            self.scheduler.kept.forget();
+            self.scheduler.kept.node_removed();
             self.scheduler.garbage += 1;
             self.scheduler.retry_all = true;
             self.compact_snapshot();
