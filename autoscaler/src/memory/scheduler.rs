@@ -82,14 +82,30 @@ struct KeptAnswers {
 struct KindAnswers {
     pod: Arc<PodInfo>,
     answers: Answers,
+    /// Asked since the kinds were last thinned out (see `KeptAnswers::make_room`).
+    used: bool,
     /// The number of the last change its answers have read.
     seen: u64,
     outcome: Option<Result<String, String>>,
 }
 
 impl KeptAnswers {
-    /// Answers kept at most (kinds × nodes): about 64 bytes each.
-    const MAX_ANSWERS: usize = 1 << 20;
+    /// Answers kept at most (kinds × node ids): 48 bytes each, 24 MiB. Room for every
+    /// Deployment's current kind in a cluster of 500 Deployments and 1,000 nodes.
+    const MAX_ANSWERS: usize = 1 << 19;
+
+    /// Room for one more kind of `ids` answers: the kinds not asked since the last time are
+    /// dropped (kinds of pod templates rolled out or scaled to zero), everything when that is
+    /// not enough.
+    fn make_room(&mut self, ids: usize) {
+        if (self.kinds.len() + 1).saturating_mul(ids) <= Self::MAX_ANSWERS {
+            return;
+        }
+        self.kinds.retain(|_, kind| std::mem::take(&mut kind.used));
+        if (self.kinds.len() + 1).saturating_mul(ids) > Self::MAX_ANSWERS {
+            self.forget();
+        }
+    }
 
     fn forget(&mut self) {
         self.kinds.clear();
@@ -163,8 +179,8 @@ impl SchedulerState {
         let (kept, snapshot) = (&mut self.kept, &mut self.snapshot);
         let new_kind = !kept.kinds.contains_key(&alike);
         let ids = snapshot.node_count() + snapshot.removed_places();
-        if new_kind && (kept.kinds.len() + 1) * ids > KeptAnswers::MAX_ANSWERS {
-            kept.forget();
+        if new_kind {
+            kept.make_room(ids);
         }
         let seen = kept.changes;
         let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers {
@@ -172,7 +188,9 @@ impl SchedulerState {
             answers: answers(snapshot, pod),
             seen,
             outcome: None,
+            used: true,
         });
+        kind.used = true;
         if kind.seen < seen {
             if kind.seen < kept.last_removal {
                 kind.outcome = None;
@@ -582,9 +600,47 @@ impl MemoryCluster {
 
 #[cfg(test)]
 mod tests {
-    use super::UnfitCounts;
-    use simulator::Unfit;
+    use std::sync::Arc;
+
+    use super::{Alike, Answers, KeptAnswers, KindAnswers, UnfitCounts};
     use simulator::resources::Shortfall;
+    use simulator::{PodInfo, Unfit};
+
+    fn kind(used: bool) -> KindAnswers {
+        let pod = Arc::new(PodInfo::new(&simulator::testing::pod("p", "100m", "1Mi")));
+        KindAnswers { pod, answers: Answers::default(), seen: 0, outcome: None, used }
+    }
+
+    fn alike(n: usize) -> Alike {
+        Alike { shape: n, labels: 0, pinned_node: None }
+    }
+
+    /// Room for a new kind is made by dropping the kinds not asked since the last time, then
+    /// everything; below the cap nothing is dropped.
+    #[test]
+    fn kinds_not_asked_since_the_last_thinning_make_room_first() {
+        let ids = KeptAnswers::MAX_ANSWERS / 4;
+        let shapes = |kept: &KeptAnswers| {
+            let mut shapes: Vec<usize> = kept.kinds.keys().map(|a| a.shape).collect();
+            shapes.sort();
+            shapes
+        };
+        let mut kept = KeptAnswers::default();
+        for (n, used) in [(1, true), (2, false), (3, true)] {
+            kept.kinds.insert(alike(n), kind(used));
+        }
+        kept.make_room(ids);
+        assert_eq!(shapes(&kept), [1, 2, 3], "a fourth kind fits");
+        kept.kinds.insert(alike(4), kind(true));
+        kept.make_room(ids);
+        assert_eq!(shapes(&kept), [1, 3, 4], "the kind not asked is dropped");
+        assert!(kept.kinds.values().all(|k| !k.used), "the others start over as not asked");
+        kept.kinds.insert(alike(5), kind(true));
+        kept.make_room(ids);
+        assert_eq!(shapes(&kept), [5], "only the kind asked since is kept");
+        kept.make_room(KeptAnswers::MAX_ANSWERS);
+        assert!(kept.kinds.is_empty(), "no room even for one more beside it: all go");
+    }
 
     /// Past the first few kinds, reasons are counted in the map: none is lost or counted twice.
     #[test]
