@@ -177,6 +177,12 @@ impl ClusterSnapshot {
         self.order.len()
     }
 
+    /// Upper bound (exclusive) of the ids of the nodes added, live or removed: for tables
+    /// indexed by `NodeId::index` (ids are never reused).
+    pub fn id_bound(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The node at `position` in the order; `None` where a node was removed.
     pub fn node_at(&self, position: usize) -> Option<(NodeId, &NodeInfo)> {
         let id = *self.order.get(position)?;

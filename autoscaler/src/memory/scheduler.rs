@@ -178,9 +178,8 @@ impl SchedulerState {
         };
         let (kept, snapshot) = (&mut self.kept, &mut self.snapshot);
         let new_kind = !kept.kinds.contains_key(&alike);
-        let ids = snapshot.node_count() + snapshot.removed_places();
         if new_kind {
-            kept.make_room(ids);
+            kept.make_room(snapshot.id_bound());
         }
         let seen = kept.changes;
         let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers {
@@ -260,7 +259,7 @@ fn answer(snapshot: &ClusterSnapshot, prepared: &PreparedPod<'_>, id: NodeId, no
 fn answers(snapshot: &mut ClusterSnapshot, pod: &PodInfo) -> Answers {
     let prepared = snapshot.prepare(pod);
     let mut answers = Answers::default();
-    answers.0.resize_with(snapshot.node_count() + snapshot.removed_places(), || None);
+    answers.0.resize_with(snapshot.id_bound(), || None);
     for (id, node) in snapshot.nodes() {
         *answers.slot(id) = Some(answer(snapshot, &prepared, id, node));
     }
