@@ -146,7 +146,7 @@ impl MemoryCluster {
             node_infos: BTreeMap::new(),
             nodes_by_provider_id: HashMap::default(),
             pods: Kind::default(),
-            pod_infos: Kind::default(),
+            pod_infos: Kind::keyed_by(|pod: &PodInfo| (pod.namespace(), pod.name())),
             interner: Default::default(),
             pods_by_node: HashMap::default(),
             pods_by_owner: HashMap::default(),

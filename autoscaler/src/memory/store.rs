@@ -1,7 +1,7 @@
 //! Object storage: one sorted map per kind, keyed by namespace and name, with the list the view
-//! hands out cached until the kind changes.
+//! hands out cached until the kind changes (for pods: brought up to date from the changed keys).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -55,11 +55,21 @@ pub(crate) struct Kind<T> {
     /// names at every one of its levels.
     by_key: FxHashMap<ObjectKey, Arc<T>>,
     cache: Option<SharedList<T>>,
+    /// Where an object says its own key (pods): the next list is then made from the cached one
+    /// and the keys changed since, not by a walk of the whole map. At 100,000 pods that walk
+    /// (a pointer chase through the map's nodes) was a tenth of a simulated day; copying the
+    /// cached list is a third of it.
+    key_of: Option<KeyOf<T>>,
+    /// The keys put, replaced or removed since `cache` was made (kept only with `key_of`).
+    changed: BTreeSet<ObjectKey>,
 }
+
+/// An object's namespace and name, as its `ObjectKey` has them.
+pub(crate) type KeyOf<T> = fn(&T) -> (&str, &str);
 
 impl<T> Default for Kind<T> {
     fn default() -> Self {
-        Kind { map: BTreeMap::new(), by_key: FxHashMap::default(), cache: None }
+        Kind { map: BTreeMap::new(), by_key: FxHashMap::default(), cache: None, key_of: None, changed: BTreeSet::new() }
     }
 }
 
@@ -72,8 +82,13 @@ impl<T> Kind<T> {
         self.by_key.contains_key(key)
     }
 
+    /// A kind whose objects say their own key: its list follows changes without a walk of the map.
+    pub fn keyed_by(key_of: KeyOf<T>) -> Self {
+        Kind { key_of: Some(key_of), ..Kind::default() }
+    }
+
     pub fn insert(&mut self, key: ObjectKey, object: Arc<T>) -> Option<Arc<T>> {
-        self.cache = None;
+        self.forget_in_list(&key);
         match self.by_key.get_mut(&key) {
             Some(indexed) => *indexed = object.clone(),
             None => {
@@ -87,9 +102,23 @@ impl<T> Kind<T> {
         let removed = self.map.remove(key);
         if removed.is_some() {
             self.by_key.remove(key);
-            self.cache = None;
+            self.forget_in_list(key);
         }
         removed
+    }
+
+    /// The cached list no longer holds `key`'s object: noted as a change to merge in, or the
+    /// list dropped (a kind without `key_of`, or so many changes that a walk is as cheap).
+    fn forget_in_list(&mut self, key: &ObjectKey) {
+        let Some(cached) = &self.cache else { return };
+        if self.key_of.is_some() && self.changed.len() < cached.len() / 8 {
+            if !self.changed.contains(key) {
+                self.changed.insert(key.clone());
+            }
+        } else {
+            self.cache = None;
+            self.changed.clear();
+        }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<T>)> {
@@ -112,6 +141,119 @@ impl<T> Kind<T> {
 
     /// Every object, in key order: the cached list itself (one pointer copied).
     pub fn shared(&mut self) -> SharedList<T> {
-        self.cache.get_or_insert_with(|| self.map.values().cloned().collect()).clone()
+        let changed = std::mem::take(&mut self.changed);
+        if let Some(cached) = &self.cache
+            && changed.is_empty()
+        {
+            return cached.clone();
+        }
+        let merged = match (self.cache.take(), self.key_of) {
+            (Some(cached), Some(key_of)) => self.merged(&cached, &changed, key_of),
+            _ => None,
+        };
+        let list = merged.unwrap_or_else(|| self.map.values().cloned().collect());
+        debug_assert!(
+            list.len() == self.map.len() && list.iter().zip(self.map.values()).all(|(a, b)| Arc::ptr_eq(a, b)),
+            "a list brought up to date differs from the map"
+        );
+        self.cache = Some(list.clone());
+        list
+    }
+
+    /// `cached` with the objects of the `changed` keys put in, replaced or taken out, each
+    /// found by a binary search on `key_of`; `None` when the result does not count as many
+    /// objects as the map (an object whose key is not its map key), and the map is walked.
+    fn merged(&self, cached: &[Arc<T>], changed: &BTreeSet<ObjectKey>, key_of: KeyOf<T>) -> Option<SharedList<T>> {
+        let mut list = Vec::with_capacity(self.map.len());
+        let mut from = 0;
+        for key in changed {
+            let wanted = (key.namespace.as_str(), key.name.as_str());
+            let at = from + cached[from..].partition_point(|o| key_of(o) < wanted);
+            list.extend_from_slice(&cached[from..at]);
+            from = at;
+            if cached.get(at).is_some_and(|o| key_of(o) == wanted) {
+                from += 1;
+            }
+            if let Some(object) = self.by_key.get(key) {
+                list.push(object.clone());
+            }
+        }
+        list.extend_from_slice(&cached[from..]);
+        (list.len() == self.map.len()).then(|| list.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An object that says its own key (a replacement is told apart by its address).
+    #[derive(Debug)]
+    struct Object {
+        namespace: String,
+        name: String,
+    }
+
+    fn key_of(object: &Object) -> (&str, &str) {
+        (&object.namespace, &object.name)
+    }
+
+    #[derive(Clone, Debug)]
+    enum Edit {
+        Put(u8, u8),
+        Remove(u8, u8),
+        List,
+    }
+
+    fn edit() -> impl proptest::strategy::Strategy<Value = Edit> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0u8..4, 0u8..60).prop_map(|(ns, n)| Edit::Put(ns, n)),
+            2 => (0u8..4, 0u8..60).prop_map(|(ns, n)| Edit::Remove(ns, n)),
+            1 => Just(Edit::List),
+        ]
+    }
+
+    /// Namespaces whose order differs between `(namespace, name)` and `namespace/name`.
+    fn key(ns: u8, n: u8) -> ObjectKey {
+        ObjectKey::new(["", "a", "a-b", "b"][usize::from(ns % 4)], format!("n{n}"))
+    }
+
+    proptest::proptest! {
+        /// Through any puts, replacements and removals, the list brought up to date from the
+        /// changed keys holds the very objects of a walk of the map, in key order.
+        #[test]
+        fn a_list_brought_up_to_date_is_the_map_in_key_order(
+            initial in proptest::collection::vec((0u8..4, 0u8..60), 0..200),
+            edits in proptest::collection::vec(edit(), 0..200),
+        ) {
+            let mut kind = Kind::keyed_by(key_of);
+            let mut expected: BTreeMap<ObjectKey, Arc<Object>> = BTreeMap::new();
+            let put = |kind: &mut Kind<Object>, expected: &mut BTreeMap<_, _>, key: ObjectKey| {
+                let object = Arc::new(Object { namespace: key.namespace.clone(), name: key.name.clone() });
+                expected.insert(key.clone(), object.clone());
+                kind.insert(key, object);
+            };
+            for (ns, n) in initial {
+                put(&mut kind, &mut expected, key(ns, n));
+            }
+            kind.shared();
+            for e in edits.into_iter().chain([Edit::List]) {
+                match e {
+                    Edit::Put(ns, n) => put(&mut kind, &mut expected, key(ns, n)),
+                    Edit::Remove(ns, n) => {
+                        expected.remove(&key(ns, n));
+                        kind.remove(&key(ns, n));
+                    }
+                    Edit::List => {
+                        let list = kind.shared();
+                        proptest::prop_assert_eq!(list.len(), expected.len());
+                        for (listed, wanted) in list.iter().zip(expected.values()) {
+                            proptest::prop_assert!(Arc::ptr_eq(listed, wanted), "{listed:?} listed, {wanted:?} expected");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
