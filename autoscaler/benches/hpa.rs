@@ -79,7 +79,7 @@ fn fixture(start: Timestamp) -> Fixture {
         }))
         .expect("valid HPA");
         let mut group = Vec::with_capacity(PODS_PER_HPA);
-        let mut usage = PodResourceMetrics::with_capacity(PODS_PER_HPA);
+        let mut usage = PodResourceMetrics::with_capacity_and_hasher(PODS_PER_HPA, Default::default());
         for p in 0..PODS_PER_HPA {
             let name = format!("web-{i}-{p}");
             let mut pod = testing::with_namespace(testing::pod(&name, "500m", "512Mi"), &namespace);

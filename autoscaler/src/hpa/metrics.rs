@@ -55,7 +55,7 @@ impl PodResourceMetric {
 }
 
 /// Pod name → resource usage, as returned by `metrics.k8s.io` for a selector.
-pub type PodResourceMetrics = HashMap<String, PodResourceMetric>;
+pub type PodResourceMetrics = HashMap<String, PodResourceMetric, FastHash>;
 
 /// One pod's value of a per-pod metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,9 +74,10 @@ pub type PodMetricsInfo = HashMap<String, PodMetric>;
 /// and the pods (no copies on the hot path).
 pub(crate) type Usage<'a> = HashMap<&'a str, PodMetric, FastHash>;
 
-/// A fast non-cryptographic hash (rustc's Fx) for the per-reconcile maps keyed by pod names:
-/// they live for one calculation and hold the names of one workload, so SipHash's flooding
-/// resistance buys nothing, while hashing is a large share of a reconcile's cost.
+/// A fast non-cryptographic hash (rustc's Fx) for the per-reconcile maps keyed by pod names
+/// (a metrics answer, the values a calculation reads): they hold the names of one workload,
+/// so SipHash's flooding resistance buys nothing, while hashing is a large share of a
+/// reconcile's cost.
 pub(crate) type FastHash = rustc_hash::FxBuildHasher;
 
 /// Metric values the controllers read (from the metrics APIs, files, or a load model — other code

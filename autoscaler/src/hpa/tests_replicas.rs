@@ -276,7 +276,8 @@ fn container_resource_uses_one_container_and_its_request() {
                 window: std::time::Duration::from_secs(30),
             },
         )]
-        .into(),
+        .into_iter()
+        .collect(),
     );
     let container = hpa(
         json!({"maxReplicas": 10, "behavior": no_stabilization(), "metrics": [{"type": "ContainerResource",
@@ -311,7 +312,8 @@ fn container_resource_skips_pods_whose_metrics_lack_the_container() {
             ("p0".to_string(), usage(vec![super::ContainerUsage { name: "main".into(), value: Some(900) }])),
             ("p1".to_string(), usage(vec![super::ContainerUsage { name: "sidecar".into(), value: Some(100) }])),
         ]
-        .into(),
+        .into_iter()
+        .collect(),
     );
     let container = hpa(
         json!({"maxReplicas": 10, "behavior": no_stabilization(), "metrics": [{"type": "ContainerResource",

@@ -223,7 +223,7 @@ impl MetricsSource for FileMetrics<'_> {
         selector: &Selector,
         resource: &str,
     ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
-        let mut out = PodResourceMetrics::new();
+        let mut out = PodResourceMetrics::default();
         for pod in self.selected(namespace, selector) {
             let usage = self.lists.pod_usage.get(namespace).and_then(|pods| pods.get(pod.name()));
             let Some(usage) = usage else { continue };

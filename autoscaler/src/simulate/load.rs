@@ -188,7 +188,7 @@ impl MetricsSource for LoadModel {
             _ => None,
         });
         let ready_pods: Vec<_> = pods.iter().filter(|p| ready(p)).collect();
-        let mut out = PodResourceMetrics::new();
+        let mut out = PodResourceMetrics::with_capacity_and_hasher(ready_pods.len(), Default::default());
         for p in &ready_pods {
             let value = match (resource, load) {
                 ("cpu", Some((cost, trace))) => {
