@@ -175,9 +175,8 @@ mod tests {
 
     #[test]
     fn a_bad_memory_cloud_config_names_the_file_and_field() {
-        let dir = std::env::temp_dir().join(format!("compose-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("groups.yaml");
+        let dir = tempfile::Builder::new().prefix("compose-test-").tempdir().unwrap();
+        let path = dir.path().join("groups.yaml");
         std::fs::write(&path, "nodeGroups:\n  - id: g\n    minSize: 3\n    maxSize: 1\n    template: {}\n").unwrap();
         let err =
             compose_with(&["--cloud-provider=memory", &format!("--cloud-config={}", path.display())]).err().unwrap();

@@ -27,15 +27,16 @@ fn groups() -> Value {
 }
 
 struct Files {
-    dir: std::path::PathBuf,
+    /// Removed when the test's `Files` is dropped.
+    dir: tempfile::TempDir,
     snapshot: String,
     config: String,
 }
 
 fn files(dump_text: &str, config_text: &str) -> Files {
     let dir = temp_dir();
-    let snapshot = write(&dir, "dump.json", dump_text);
-    let config = write(&dir, "cloud-config.yaml", config_text);
+    let snapshot = write(dir.path(), "dump.json", dump_text);
+    let config = write(dir.path(), "cloud-config.yaml", config_text);
     Files { dir, snapshot, config }
 }
 
@@ -79,7 +80,7 @@ fn malformed_json_dump_exits_2_naming_the_file() {
 #[test]
 fn missing_dump_file_exits_2_naming_the_file() {
     let f = default_files();
-    let missing = f.dir.join("nope.json").to_string_lossy().into_owned();
+    let missing = f.dir.path().join("nope.json").to_string_lossy().into_owned();
     let out = run(&plan_args(&missing, &f.config, &[]));
     assert_bad_input(&out, &["nope.json"]);
 }
@@ -231,7 +232,7 @@ fn several_snapshot_files_are_merged() {
     let objects = small_cluster();
     let (nodes, rest): (Vec<Value>, Vec<Value>) = objects.into_iter().partition(|o| o["kind"] == "Node");
     let f = files(&dump(&nodes).to_string(), &groups().to_string());
-    let second = write(&f.dir, "workloads.json", &dump(&rest).to_string());
+    let second = write(f.dir.path(), "workloads.json", &dump(&rest).to_string());
     let plan = parse(&run(&plan_args(&f.snapshot, &f.config, &["--snapshot", &second])));
     assert_eq!(plan["cluster"]["nodes"], 1);
     assert_eq!(plan["cluster"]["pods"], 2);
@@ -325,7 +326,7 @@ fn nodes_flag_overrides_the_cloud_config_bounds() {
 fn nodes_flag_alone_defines_a_group_of_nodes_with_its_provider_id_prefix() {
     // No cloud-config: g-1 (providerID static://g/g-1) belongs to g, whose template is g-1.
     let dir = temp_dir();
-    let snapshot = write(&dir, "dump.json", &dump(&small_cluster()).to_string());
+    let snapshot = write(dir.path(), "dump.json", &dump(&small_cluster()).to_string());
     let args: Vec<String> =
         ["plan", "--snapshot", &snapshot, "--cloud-provider=static", "--nodes=1:5:g", "--now", NOW, "-o", "json"]
             .iter()

@@ -42,7 +42,7 @@ const WEB: &str = "- apiVersion: apps/v1
 /// Runs `simulate` on `text` written to a file; returns (exit code, stderr, the file's path).
 fn simulate(text: &str) -> (Option<i32>, String, String) {
     let dir = common::temp_dir();
-    let path = common::write(&dir, "scenario.yaml", text);
+    let path = common::write(dir.path(), "scenario.yaml", text);
     let out = run_binary(&["simulate".to_string(), path.clone()], None);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!err.contains("panicked"), "{err}");

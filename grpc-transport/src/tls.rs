@@ -155,19 +155,13 @@ mod tests {
         (cert.pem(), key.serialize_pem())
     }
 
-    fn dir() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("grpc-transport-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn good_pem_files_are_read_and_bad_ones_are_named() {
         let (cert, key) = self_signed();
-        let dir = dir();
-        let cert_path = dir.join("tls.crt");
-        let key_path = dir.join("tls.key");
-        let junk = dir.join("junk.pem");
+        let dir = tempfile::Builder::new().prefix("grpc-transport-tls-").tempdir().unwrap();
+        let cert_path = dir.path().join("tls.crt");
+        let key_path = dir.path().join("tls.key");
+        let junk = dir.path().join("junk.pem");
         std::fs::write(&cert_path, &cert).unwrap();
         std::fs::write(&key_path, &key).unwrap();
         std::fs::write(&junk, "hello").unwrap();
@@ -181,7 +175,7 @@ mod tests {
         assert!(error.to_string().starts_with(&format!("{}: no PEM certificate", junk.display())), "{error}");
         let error = ServerTls::from_files(&cert_path, &junk, None).unwrap_err();
         assert!(error.to_string().starts_with(&format!("{}: no usable PEM private key", junk.display())), "{error}");
-        let missing = dir.join("missing.crt");
+        let missing = dir.path().join("missing.crt");
         let error = ClientTls::from_files(&missing, None, "x").unwrap_err();
         assert!(matches!(error, TlsError::Read { .. }), "{error}");
         // A key where a certificate belongs is not a certificate.

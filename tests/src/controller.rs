@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::fake_apiserver::FakeApiServer;
-use crate::{bind, eventually};
+use crate::{TestDir, bind, eventually};
 
 /// The target directory's profile folder (`target/debug`), from the test executable's path
 /// (`target/debug/deps/<test>-<hash>`).
@@ -62,6 +62,9 @@ pub struct Controller {
     child: Child,
     log: PathBuf,
     name: String,
+    /// The directory of its kubeconfig, cloud-config and log when the controller owns it
+    /// ([`start_on_memory`]): removed after the process is stopped (fields drop after `drop`).
+    workdir: Option<TestDir>,
 }
 
 impl Controller {
@@ -90,7 +93,7 @@ impl Controller {
             .stderr(file)
             .spawn()
             .expect("starting cluster-autoscaler");
-        Controller { child, log, name: name.into() }
+        Controller { child, log, name: name.into(), workdir: None }
     }
 
     pub fn pid(&self) -> u32 {
@@ -177,11 +180,9 @@ pub(crate) fn dechunk(mut body: &str) -> String {
 }
 
 /// A scratch directory holding the kubeconfig, the memory provider's `cloud_config` and the
-/// controllers' logs.
-pub fn workdir(server: &FakeApiServer, test: &str, cloud_config: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("ca-controller-{test}-{}-{}", std::process::id(), server.addr().port()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// controllers' logs; kept if the test fails, for the logs.
+pub fn workdir(server: &FakeApiServer, test: &str, cloud_config: &str) -> TestDir {
+    let dir = TestDir::new(&format!("ca-controller-{test}-"));
     std::fs::write(dir.join("kubeconfig"), server.kubeconfig_yaml()).unwrap();
     std::fs::write(dir.join("cloud-config.yaml"), cloud_config).unwrap();
     dir
@@ -369,5 +370,8 @@ pub fn memory_cloud_config(groups: &[String], faults: &[&str]) -> String {
 pub fn start_on_memory(server: &FakeApiServer, test: &str, cloud_config: &str, extra: &[&str]) -> (Controller, u16) {
     let dir = workdir(server, test, cloud_config);
     let port = free_port();
-    (Controller::start(&dir, "controller", &quick_flags(&dir, port, extra)), port)
+    let mut controller = Controller::start(&dir, "controller", &quick_flags(&dir, port, extra));
+    // The process reads its files and writes its log there: the directory lives as long as it.
+    controller.workdir = Some(dir);
+    (controller, port)
 }

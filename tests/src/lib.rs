@@ -7,6 +7,7 @@
 //!   around them, for the end-to-end tests of that example and of restarts.
 //! - [`browser`]: headless Chromium as a child process, for the `simulate` report's browser test.
 //! - [`eventually`]: waits for a condition that an asynchronous system reaches eventually.
+//! - [`TestDir`]: a test's scratch directory, removed when the test passes.
 //! - [`unschedulable_status`]: the status kube-scheduler leaves on a pod it could not place;
 //!   [`bind`]: what the scheduler and the kubelet do to a pod placed on a node.
 
@@ -21,7 +22,7 @@ use std::future::Future;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The `tests` package directory. Read from cargo's run-time environment first: CI reuses a
@@ -29,6 +30,35 @@ use std::time::Duration;
 /// compile-time path of another clone.
 pub fn package_dir() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
+/// A test's scratch directory (kubeconfigs, configs, the logs of the processes it starts) under
+/// the system's temporary directory, named `<prefix><random>`. Removed when dropped, except while
+/// the thread panics: a failed test leaves its files, logs included, for a look (the path is
+/// printed). Dereferences to its path.
+pub struct TestDir(tempfile::TempDir);
+
+impl TestDir {
+    pub fn new(prefix: &str) -> TestDir {
+        TestDir(tempfile::Builder::new().prefix(prefix).tempdir().expect("creating the test's directory"))
+    }
+}
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!("the failed test's files are kept in {}", self.0.path().display());
+        }
+    }
 }
 
 /// How long [`eventually`] waits before failing the test. Generous: it bounds a hang, it does not

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::EVENTUALLY_TIMEOUT;
 use crate::controller::{controller_binary, free_port};
 use crate::fake_apiserver::FakeApiServer;
-use crate::{bind, eventually};
+use crate::{TestDir, bind, eventually};
 
 /// A binary of the `private-iaas` crate (`iaas-api`, `private-iaas-grpc`,
 /// `private-iaas-autoscaler`). The three are built once per test process (debug profile,
@@ -49,12 +49,9 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
-/// A scratch directory for one test: configs, certificates, logs.
-pub fn workdir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ca-private-iaas-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("creating the test's directory");
-    dir
+/// A scratch directory for one test: configs, certificates, logs; kept if the test fails.
+pub fn workdir(test: &str) -> TestDir {
+    TestDir::new(&format!("ca-private-iaas-{test}-"))
 }
 
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -374,10 +371,12 @@ pub const LOG_FILTER: &str = "info,autoscaler=debug,cloudprovider_externalgrpc=d
 /// The fake API server, the IaaS API process and the files the processes read.
 pub struct Cluster {
     pub server: FakeApiServer,
-    pub dir: PathBuf,
     pub iaas: Iaas,
     /// The provider's cloud-config (for `private-iaas-grpc`, or the in-process provider).
     pub provider_config: PathBuf,
+    /// Last: dropped after the IaaS process that logs there. The files stay for a failed test
+    /// (its logs are printed too); a passing one leaves nothing.
+    pub dir: TestDir,
 }
 
 /// How the autoscaler reaches the gRPC server.
@@ -387,25 +386,16 @@ pub enum Tls {
     Mutual,
 }
 
-/// The files stay for a failed test (its logs are printed too); a passing one leaves nothing.
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
 impl Cluster {
     pub async fn start(test: &str) -> Cluster {
         let server = FakeApiServer::start().await;
         let dir = workdir(test);
         write(&dir, "kubeconfig", &server.kubeconfig_yaml());
-        let iaas_dir = dir.clone();
+        let iaas_dir = dir.to_path_buf();
         // Builds the example's binaries on first use: off the async workers.
         let iaas = tokio::task::spawn_blocking(move || Iaas::start(&iaas_dir)).await.expect("starting iaas-api");
         let provider_config = write(&dir, "provider.yaml", &provider_config(&iaas.url));
-        Cluster { server, dir, iaas, provider_config }
+        Cluster { server, iaas, provider_config, dir }
     }
 
     /// `private-iaas-grpc` on `listen` (`127.0.0.1:0` for a free port), its log appended to

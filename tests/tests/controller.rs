@@ -5,7 +5,6 @@
 //! HPA scaling a Deployment through `/scale`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec};
@@ -21,7 +20,7 @@ use tests::controller::{
     node_names, pending_pod, quick_flags, running_pod, sample,
 };
 use tests::fake_apiserver::{FakeApiServer, Fault, Verb};
-use tests::{bind, eventually};
+use tests::{TestDir, bind, eventually};
 
 /// The memory provider's node group, in the scenario `nodeGroups` format: 4-cpu nodes, one at
 /// start, at most three.
@@ -44,7 +43,7 @@ const STATUS: &str = "cluster-autoscaler-status";
 const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-autoscaler";
 
 /// A scratch directory with the kubeconfig and this file's cloud config.
-fn workdir(server: &FakeApiServer, test: &str) -> PathBuf {
+fn workdir(server: &FakeApiServer, test: &str) -> TestDir {
     tests::controller::workdir(server, test, CLOUD_CONFIG)
 }
 

@@ -474,12 +474,11 @@ async fn kubectl_lists_and_cordons_against_the_fake_server() {
     let server = FakeApiServer::start().await;
     server.seed(&node("n1"));
     server.seed(&pod("default", "p1", "n1", &[]));
-    let dir = std::env::temp_dir().join(format!("fake-apiserver-kubectl-{}", server.addr().port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
+    let dir = tempfile::Builder::new().prefix("fake-apiserver-kubectl-").tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, server.kubeconfig_yaml()).unwrap();
     let run = |args: &'static [&'static str]| {
-        let (kubeconfig, cache) = (kubeconfig.clone(), dir.join("cache"));
+        let (kubeconfig, cache) = (kubeconfig.clone(), dir.path().join("cache"));
         tokio::task::spawn_blocking(move || {
             let out = std::process::Command::new(kubectl)
                 .arg("--kubeconfig")
@@ -501,7 +500,6 @@ async fn kubectl_lists_and_cordons_against_the_fake_server() {
     assert_eq!(dump["items"].as_array().map(Vec::len), Some(2), "a kubectl dump holds both objects");
     run(&["cordon", "n1"]).await.unwrap();
     assert_eq!(server.get::<Node>(None, "n1").unwrap().spec.unwrap().unschedulable, Some(true));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

@@ -592,11 +592,11 @@ async fn a_slow_api_server_never_holds_the_caller_and_a_full_queue_drops_events(
 async fn clients_connect_from_a_kubeconfig_file_with_rate_limits() {
     let server = FakeApiServer::start().await;
     server.seed(&node("n1"));
-    let path = std::env::temp_dir().join(format!("kube-adapter-{}.kubeconfig", server.addr().port()));
-    std::fs::write(&path, server.kubeconfig_yaml()).unwrap();
-    let options = KubeClientOptions { kubeconfig: Some(path.clone()), ..Default::default() };
+    let file = tempfile::Builder::new().prefix("kube-adapter-").suffix(".kubeconfig").tempfile().unwrap();
+    std::fs::write(file.path(), server.kubeconfig_yaml()).unwrap();
+    let options = KubeClientOptions { kubeconfig: Some(file.path().to_path_buf()), ..Default::default() };
     let clients = KubeClients::connect(&options).await.unwrap();
-    let _ = std::fs::remove_file(&path);
+    drop(file);
     let nodes: kube::Api<Node> = kube::Api::all(clients.client.clone());
     assert_eq!(nodes.list(&Default::default()).await.unwrap().items.len(), 1);
     let cluster = KubeCluster::start(clients.client, "kube-system");

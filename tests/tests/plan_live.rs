@@ -45,9 +45,8 @@ async fn plan_reads_a_live_cluster_once_and_writes_nothing() {
     server.seed_value(pod("web-0", "3", Some("pool-1"))).unwrap();
     server.seed_value(pod("web-1", "3", None)).unwrap();
     server.seed_value(pod("web-2", "3", None)).unwrap();
-    let dir = std::env::temp_dir().join(format!("plan-live-{}-{}", std::process::id(), server.addr().port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
+    let dir = tempfile::Builder::new().prefix("plan-live-").tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, server.kubeconfig_yaml()).unwrap();
     let binary = controller_binary().to_path_buf();
     let output = tokio::task::spawn_blocking(move || {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use autoscaler::simulate::{self, OutputFormat, SimulateArgs};
+use tests::TestDir;
 use tests::browser::{self, png_size};
 
 const WIDTH: u32 = 1280;
@@ -44,9 +45,8 @@ fn count(html: &str, opening: &str, name: &str) -> usize {
 async fn the_report_draws_its_charts_in_a_browser_without_script_errors() {
     // A missing browser fails here, before the simulated day.
     browser::chromium_binary();
-    let dir = std::env::temp_dir().join(format!("ca-report-browser-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("creating the test directory");
+    // The report and the browser's files stay if the test fails.
+    let dir = TestDir::new("ca-report-browser-");
     let report = write_report(&dir).await;
     let written = std::fs::read_to_string(&report).expect("reading the report");
     let page = browser::render(&report, &dir.join("report"), WIDTH, HEIGHT);
@@ -92,5 +92,4 @@ async fn the_report_draws_its_charts_in_a_browser_without_script_errors() {
         page.png.len(),
         blank.png.len()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,9 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -332,15 +330,9 @@ pub fn cloud_config(groups: &[Value]) -> Value {
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A fresh directory for one test's files.
-pub fn temp_dir() -> PathBuf {
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("plan-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
+/// A fresh directory for one test's files, removed when dropped.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("plan-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("create temp dir")
 }
 
 pub fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
@@ -393,8 +385,8 @@ pub fn plan(objects: &[Value], groups: &[Value], extra: &[&str]) -> Value {
 
 pub fn plan_with_config(objects: &[Value], config: &Value, extra: &[&str]) -> Value {
     let dir = temp_dir();
-    let snapshot = write(&dir, "dump.json", &serde_json::to_string_pretty(&dump(objects)).expect("json"));
-    let config = write(&dir, "cloud-config.yaml", &serde_json::to_string_pretty(config).expect("json"));
+    let snapshot = write(dir.path(), "dump.json", &serde_json::to_string_pretty(&dump(objects)).expect("json"));
+    let config = write(dir.path(), "cloud-config.yaml", &serde_json::to_string_pretty(config).expect("json"));
     let out = run_binary(&plan_args(&snapshot, &config, extra), None);
     assert!(
         out.status.success(),
@@ -403,7 +395,6 @@ pub fn plan_with_config(objects: &[Value], config: &Value, extra: &[&str]) -> Va
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    let _ = std::fs::remove_dir_all(&dir);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("plan printed invalid JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }

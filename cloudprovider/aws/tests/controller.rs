@@ -10,7 +10,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use k8s_openapi::api::core::v1::{
@@ -21,9 +21,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use support::*;
 use tests::controller::{Controller, controller_binary, free_port, http_get};
-use tests::eventually;
 use tests::fake_apiserver::FakeApiServer;
 use tests::moto::MotoServer;
+use tests::{TestDir, eventually};
 
 const ASG: &str = "workers";
 const CLUSTER: &str = "k8s.io/cluster-autoscaler/e2e";
@@ -44,10 +44,9 @@ fn aws_env(moto: &MotoServer, dir: &Path) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn workdir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ca-aws-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// The kubeconfig, the dump and the controller's log; kept if the test fails.
+fn workdir(test: &str) -> TestDir {
+    TestDir::new(&format!("ca-aws-{test}-"))
 }
 
 /// An ASG at zero, discovered by the cluster's tags, on m5.large (2 vCPUs, 8 GiB).

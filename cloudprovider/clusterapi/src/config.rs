@@ -138,13 +138,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_kubeconfig_names_the_file() {
-        let dir = std::env::temp_dir().join(format!("capi-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("mgmt.kubeconfig");
+        let dir = tempfile::Builder::new().prefix("capi-config-").tempdir().unwrap();
+        let path = dir.path().join("mgmt.kubeconfig");
         std::fs::write(&path, "clusters: [\n").unwrap();
         let error = load_kubeconfig(&path).await.unwrap_err().to_string();
         assert!(error.starts_with(&format!("--cloud-config {}: ", path.display())), "{error}");
-        let error = load_kubeconfig(&dir.join("missing")).await.unwrap_err().to_string();
+        let error = load_kubeconfig(&dir.path().join("missing")).await.unwrap_err().to_string();
         assert!(error.contains("missing"), "{error}");
         std::fs::write(&path, "apiVersion: v1\nkind: Config\ncurrent-context: nowhere\n").unwrap();
         let error = load_kubeconfig(&path).await.unwrap_err().to_string();

@@ -263,18 +263,16 @@ fn load_without_file_uses_only_nodes_flags() {
 
 #[test]
 fn load_reads_the_file_and_names_it_in_errors() {
-    let directory = std::env::temp_dir().join(format!("static-provider-test-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    let good = directory.join("good.yaml");
+    let directory = tempfile::Builder::new().prefix("static-provider-test-").tempdir().unwrap();
+    let good = directory.path().join("good.yaml");
     std::fs::write(&good, "nodeGroups:\n- id: a\n  maxSize: 3\n  nodeSelector: {p: a}\n").unwrap();
     assert_eq!(StaticConfig::load(Some(&good), &[]).unwrap().node_groups[0].max_size, 3);
-    let bad = directory.join("bad.yaml");
+    let bad = directory.path().join("bad.yaml");
     std::fs::write(&bad, "nodeGroups:\n- id: a\n  maxSize: 3\n").unwrap();
     let error = StaticConfig::load(Some(&bad), &[]).unwrap_err();
     assert!(error.to_string().starts_with(&bad.display().to_string()), "{error}");
-    let missing = directory.join("missing.yaml");
+    let missing = directory.path().join("missing.yaml");
     assert!(matches!(StaticConfig::load(Some(&missing), &[]), Err(ConfigError::Read { .. })));
-    std::fs::remove_dir_all(&directory).unwrap();
 }
 
 #[test]

@@ -2,7 +2,6 @@
 //! on loopback, inside the real expander chain.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -89,16 +88,15 @@ fn start(tls: ServerTls, answer: &[&str], delay: Duration) -> Running {
     Running { address, last, _stop: stop, _runtime: runtime }
 }
 
-fn write_ca(pem: &str) -> PathBuf {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let path = std::env::temp_dir().join(format!("grpc-expander-test-{}-{n}.crt", std::process::id()));
-    std::fs::write(&path, pem).unwrap();
-    path
+/// The CA certificate as a file, removed when dropped (the client reads it when made).
+fn write_ca(pem: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::Builder::new().prefix("grpc-expander-test-").suffix(".crt").tempfile().unwrap();
+    std::fs::write(file.path(), pem).unwrap();
+    file
 }
 
 fn client(address: SocketAddr, ca_pem: &str) -> GrpcExpanderClient {
-    GrpcExpanderClient::new(&address.to_string(), write_ca(ca_pem).to_str().unwrap()).unwrap()
+    GrpcExpanderClient::new(&address.to_string(), write_ca(ca_pem).path().to_str().unwrap()).unwrap()
 }
 
 fn option(id: &str, node_count: usize, pod_count: usize) -> ExpansionOption {
@@ -232,10 +230,10 @@ fn tls_is_required_and_bad_settings_are_named() {
     let error = GrpcExpanderClient::new("localhost:7000", "/nowhere/ca.crt").unwrap_err();
     assert!(error.to_string().starts_with("--grpc-expander-cert=/nowhere/ca.crt: "), "{error}");
     let not_pem = write_ca("hello");
-    let error = GrpcExpanderClient::new("localhost:7000", not_pem.to_str().unwrap()).unwrap_err();
+    let error = GrpcExpanderClient::new("localhost:7000", not_pem.path().to_str().unwrap()).unwrap_err();
     assert!(error.to_string().contains("no PEM certificate"), "{error}");
     let ca = write_ca(&make_pki("url").ca_pem);
-    let error = GrpcExpanderClient::new("localhost", ca.to_str().unwrap()).unwrap_err();
+    let error = GrpcExpanderClient::new("localhost", ca.path().to_str().unwrap()).unwrap_err();
     assert!(error.to_string().starts_with("--grpc-expander-url=localhost: "), "{error}");
-    assert!(GrpcExpanderClient::new("dns:///localhost:7000", ca.to_str().unwrap()).is_ok());
+    assert!(GrpcExpanderClient::new("dns:///localhost:7000", ca.path().to_str().unwrap()).is_ok());
 }

@@ -3,7 +3,7 @@
 //! the kubelets. Both of upstream's layouts: one cluster that is management and workload cluster
 //! at once (no `--cloud-config`), and a separate management cluster (`--cloud-config`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use serde_json::{Value, json};
 use tests::controller::{Controller, controller_binary, free_port, http_get};
 use tests::fake_apiserver::{FakeApiServer, RequestRecord};
-use tests::{bind, eventually};
+use tests::{TestDir, bind, eventually};
 
 use super::fixtures::*;
 
@@ -21,10 +21,9 @@ const CLUSTER: &str = "c1";
 const DISCOVERY: &str = "--node-group-auto-discovery=clusterapi:namespace=capi,clusterName=c1";
 const STATUS: &str = "cluster-autoscaler-status";
 
-fn workdir(test: &str, port: u16) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ca-clusterapi-{test}-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// Kubeconfigs and the controller's log; kept if the test fails.
+fn workdir(test: &str) -> TestDir {
+    TestDir::new(&format!("ca-clusterapi-{test}-"))
 }
 
 fn kubeconfig(dir: &Path, name: &str, server: &FakeApiServer) -> String {
@@ -94,7 +93,7 @@ async fn one_cluster_scales_a_machine_deployment_from_zero_to_max_and_deletes_th
     seed_deployment(&server, "workers", 3);
     let _capi = MiniCapi::start(server.clone(), server.clone(), NS, "workers", CLUSTER, Outcome::Node);
     let port = free_port();
-    let dir = workdir("one-cluster", port);
+    let dir = workdir("one-cluster");
     let config = kubeconfig(&dir, "kubeconfig", &server);
     let controller = Controller::start(&dir, "controller", &flags(&config, port, &[]));
 
@@ -144,7 +143,7 @@ async fn a_separate_management_cluster_backs_off_a_machine_that_never_gets_a_nod
     seed_deployment(&management, "stuck", 3);
     let _capi = MiniCapi::start(management.clone(), workload.clone(), NS, "stuck", CLUSTER, Outcome::Stuck);
     let port = free_port();
-    let dir = workdir("separate", port);
+    let dir = workdir("separate");
     let workload_config = kubeconfig(&dir, "workload.kubeconfig", &workload);
     let management_config = format!("--cloud-config={}", kubeconfig(&dir, "management.kubeconfig", &management));
     let extra = [management_config.as_str(), "--max-node-provision-time=3s"];
@@ -185,7 +184,7 @@ async fn a_failed_machine_is_an_instance_error_the_group_backs_off_from() {
     seed_deployment(&server, "quota", 3);
     let capi = MiniCapi::start(server.clone(), server.clone(), NS, "quota", CLUSTER, Outcome::Fail);
     let port = free_port();
-    let dir = workdir("failed", port);
+    let dir = workdir("failed");
     let config = kubeconfig(&dir, "kubeconfig", &server);
     let controller = Controller::start(&dir, "controller", &flags(&config, port, &[]));
 
@@ -222,7 +221,7 @@ async fn a_malformed_machine_deployment_gets_a_warning_event_and_the_others_scal
     server.seed_value(machine_deployment(NS, "bad", CLUSTER, 0, &[(MIN, "0"), (MAX, "lots"), (CPU, "64")])).unwrap();
     let _capi = MiniCapi::start(server.clone(), server.clone(), NS, "good", CLUSTER, Outcome::Node);
     let port = free_port();
-    let dir = workdir("malformed", port);
+    let dir = workdir("malformed");
     let config = kubeconfig(&dir, "kubeconfig", &server);
     let mut controller = Controller::start(&dir, "controller", &flags(&config, port, &[]));
 
@@ -254,8 +253,7 @@ async fn a_malformed_machine_deployment_gets_a_warning_event_and_the_others_scal
 async fn plan_against_the_management_cluster_shows_the_scale_up_and_writes_nothing() {
     let management = FakeApiServer::builder().cluster_api(true).start().await;
     seed_deployment(&management, "workers", 3);
-    let port = free_port();
-    let dir = workdir("plan", port);
+    let dir = workdir("plan");
     let config = kubeconfig(&dir, "management.kubeconfig", &management);
     let mut pod = serde_json::to_value(pending_pod("web", "3")).unwrap();
     pod["apiVersion"] = json!("v1");

@@ -441,9 +441,8 @@ async fn plan_reads_the_management_cluster_and_writes_nothing() {
     let sized = sized(1, 3);
     let nodes = seed_running(&server, "md", 2, &pairs(&sized));
     server.seed_value(machine_deployment(NS, "bad", "c1", 1, &[(MAX, "-1")])).unwrap();
-    let dir = std::env::temp_dir().join(format!("capi-plan-{}-{}", std::process::id(), server.addr().port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig: PathBuf = dir.join("management.kubeconfig");
+    let dir = tempfile::Builder::new().prefix("capi-plan-").tempdir().unwrap();
+    let kubeconfig: PathBuf = dir.path().join("management.kubeconfig");
     std::fs::write(&kubeconfig, server.kubeconfig_yaml()).unwrap();
 
     // plan has no live workload client: without --cloud-config there is no management cluster.
@@ -475,10 +474,9 @@ async fn plan_reads_the_management_cluster_and_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_configuration_check_connects_to_nothing_and_reads_the_kubeconfig() {
-    let dir = std::env::temp_dir().join(format!("capi-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tempfile::Builder::new().prefix("capi-check-").tempdir().unwrap();
     let mut context = ProviderContext::new("clusterapi", Purpose::Check);
-    context.cloud_config = Some(dir.join("absent.kubeconfig"));
+    context.cloud_config = Some(dir.path().join("absent.kubeconfig"));
     let error = cloudprovider_clusterapi::build(context.clone()).await.err().expect("an unreadable kubeconfig");
     assert!(error.to_string().starts_with("--cloud-config "), "{error}");
     assert_eq!(error.exit_code(), 2);

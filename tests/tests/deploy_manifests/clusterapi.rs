@@ -65,10 +65,11 @@ fn patched_deployment(path: &str, extra_resources: &[&str]) -> Deployment {
 /// Builds the provider the flags describe, as the controller's configuration check does (no
 /// connection; a `--cloud-config` kubeconfig is read, so it is pointed at a readable one).
 fn check_provider(mut flags: autoscaler::config::DecisionFlags) {
+    // Removed at the end, once the provider has read it.
+    let file = tempfile::Builder::new().prefix("deploy-clusterapi-").suffix(".kubeconfig").tempfile().unwrap();
     if !flags.cloud_config.is_empty() {
-        let file = std::env::temp_dir().join(format!("deploy-clusterapi-{}.kubeconfig", std::process::id()));
-        std::fs::write(&file, "apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster: {server: https://management.example:6443}\ncontexts:\n- name: m\n  context: {cluster: m, user: m}\ncurrent-context: m\nusers:\n- name: m\n  user: {token: t}\n").unwrap();
-        flags.cloud_config = file.display().to_string();
+        std::fs::write(file.path(), "apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster: {server: https://management.example:6443}\ncontexts:\n- name: m\n  context: {cluster: m, user: m}\ncurrent-context: m\nusers:\n- name: m\n  user: {token: t}\n").unwrap();
+        flags.cloud_config = file.path().display().to_string();
     }
     let options = autoscaler::config::AutoscalingOptions::from_flags(&flags).unwrap();
     let inputs = autoscaler::compose::ProviderInputs {

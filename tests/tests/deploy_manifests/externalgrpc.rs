@@ -786,14 +786,10 @@ fn build_provider(
     cloud_config: &str,
     flags: &autoscaler::config::DecisionFlags,
 ) -> Result<Arc<dyn CloudProvider>, String> {
-    let file = std::env::temp_dir().join(format!(
-        "deploy-externalgrpc-{}-{}.yaml",
-        std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-    ));
-    std::fs::write(&file, cloud_config).unwrap();
+    let file = tempfile::Builder::new().prefix("deploy-externalgrpc-").suffix(".yaml").tempfile().unwrap();
+    std::fs::write(file.path(), cloud_config).unwrap();
     let mut flags = flags.clone();
-    flags.cloud_config = file.display().to_string();
+    flags.cloud_config = file.path().display().to_string();
     let options = autoscaler::config::AutoscalingOptions::from_flags(&flags).unwrap();
     let inputs = autoscaler::compose::ProviderInputs {
         purpose: Purpose::Check,
@@ -804,7 +800,7 @@ fn build_provider(
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let providers = autoscaler::compose::builtin_providers();
     let built = runtime.block_on(autoscaler::compose::compose(&providers, &flags, &options, inputs, None));
-    let _ = std::fs::remove_file(&file);
+    drop(file);
     let (provider, _) = built.map_err(|e| e.to_string())?;
     assert_eq!(provider.name(), "externalgrpc");
     Ok(provider)
@@ -942,6 +938,4 @@ fn the_overlays_provider_serves_the_autoscaler_over_mutual_tls_with_the_document
     let plaintext =
         build_provider(&json!({"address": server.address, "grpc_timeout": "5s"}).to_string(), &run.flags).unwrap();
     assert!(listed_groups(&plaintext).is_err(), "a plaintext client was served");
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -152,9 +152,8 @@ fn metrics_lists_are_read_though_their_items_come_before_their_kind() {
 
 #[test]
 fn json_files_are_read_as_a_stream_with_errors_placed() {
-    let dir = std::env::temp_dir().join(format!("snapshot-stream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("dump.json");
+    let dir = tempfile::Builder::new().prefix("snapshot-stream-").tempdir().unwrap();
+    let path = dir.path().join("dump.json");
     let pods: Vec<Value> = (0..3)
         .map(|i| serde_json::json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("p{i}"), "namespace": "ns"},
@@ -177,7 +176,6 @@ fn json_files_are_read_as_a_stream_with_errors_placed() {
     let err =
         load_into(&mut ClusterView::default(), &mut metrics, &mut Seen::default(), path.to_str().unwrap()).unwrap_err();
     assert!(matches!(err, SnapshotError::Syntax { .. }), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -296,10 +294,9 @@ fn copies_in_files_are_compared_by_their_contents_read_again_from_the_files() {
     // Files are scanned without fingerprints: a second copy sends the reader back to the
     // first one's text. Copies in other writings (fields reordered, escapes, indentation,
     // YAML) are one object; other contents are refused, naming both places.
-    let dir = std::env::temp_dir().join(format!("snapshot-copies-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tempfile::Builder::new().prefix("snapshot-copies-").tempdir().unwrap();
     let file = |name: &str, text: &str| {
-        let path = dir.join(name);
+        let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         path.to_str().unwrap().to_string()
     };
@@ -341,5 +338,4 @@ fn copies_in_files_are_compared_by_their_contents_read_again_from_the_files() {
     std::fs::write(&a, "{}").unwrap();
     let err = load_into(&mut view, &mut metrics, &mut seen, &b).unwrap_err().to_string();
     assert!(err.starts_with(&format!("{a}: cannot read")), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

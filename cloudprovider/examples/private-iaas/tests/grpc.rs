@@ -79,9 +79,9 @@ async fn group(provider: &dyn CloudProvider, id: &str) -> Arc<dyn NodeGroup> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pools_are_served_over_externalgrpc() {
     let dir = temp_dir("grpc");
-    let (iaas, cloud_config) = iaas(&dir);
+    let (iaas, cloud_config) = iaas(dir.path());
     let server = GrpcProcess::start(&["--cloud-config", cloud_config.to_str().unwrap()]);
-    let provider = client(&dir, &format!("address: {}\ngrpc_timeout: 5s\n", server.address)).await.unwrap();
+    let provider = client(dir.path(), &format!("address: {}\ngrpc_timeout: 5s\n", server.address)).await.unwrap();
 
     provider.refresh().await.unwrap();
     let ids: Vec<String> = provider.node_groups().await.iter().map(|g| g.id().to_string()).collect();
@@ -147,9 +147,9 @@ fn pki(dir: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_admits_only_clients_with_a_certificate() {
     let dir = temp_dir("grpc-mtls");
-    let (_iaas, cloud_config) = iaas(&dir);
-    pki(&dir);
-    let file = |name: &str| dir.join(name).display().to_string();
+    let (_iaas, cloud_config) = iaas(dir.path());
+    pki(dir.path());
+    let file = |name: &str| dir.path().join(name).display().to_string();
     let server = GrpcProcess::start(&[
         "--cloud-config",
         cloud_config.to_str().unwrap(),
@@ -168,20 +168,21 @@ async fn mutual_tls_admits_only_clients_with_a_certificate() {
         file("client.key"),
         file("ca.crt")
     );
-    let provider = client(&dir, &with_certificate).await.unwrap();
+    let provider = client(dir.path(), &with_certificate).await.unwrap();
     provider.refresh().await.unwrap();
     assert_eq!(provider.node_groups().await.len(), 2);
 
-    let plaintext = client(&temp_dir("grpc-mtls-plain"), &format!("address: {}\ngrpc_timeout: 2s\n", server.address))
-        .await
-        .unwrap();
+    let plaintext =
+        client(temp_dir("grpc-mtls-plain").path(), &format!("address: {}\ngrpc_timeout: 2s\n", server.address))
+            .await
+            .unwrap();
     assert!(plaintext.refresh().await.is_err());
 }
 
 #[test]
 fn bad_flags_and_files_exit_2() {
     let dir = temp_dir("grpc-bad");
-    let bad_config = write(&dir, "cloud-config.yaml", "endpoint: http://127.0.0.1:1\nnodeGroups: []\n");
+    let bad_config = write(dir.path(), "cloud-config.yaml", "endpoint: http://127.0.0.1:1\nnodeGroups: []\n");
     let run = |args: &[&str]| {
         let output = Command::new(grpc_binary()).args(["--listen", "127.0.0.1:0"]).args(args).output().unwrap();
         (output.status.code(), String::from_utf8_lossy(&output.stderr).to_string())
@@ -191,7 +192,7 @@ fn bad_flags_and_files_exit_2() {
     assert!(stderr.contains(&format!("{}:2: nodeGroups: ", bad_config.display())), "{stderr}");
     let (code, stderr) = run(&["--cloud-config", bad_config.to_str().unwrap(), "--cacert", "ca.crt"]);
     assert_eq!(code, Some(2), "{stderr}");
-    let missing = dir.join("missing.crt").display().to_string();
+    let missing = dir.path().join("missing.crt").display().to_string();
     let (code, stderr) = run(&["--cloud-config", bad_config.to_str().unwrap(), "--cert", &missing, "--key", &missing]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("missing.crt"), "{stderr}");

@@ -18,8 +18,10 @@ pools:
 - {name: general, quota: 1}
 ";
 
+/// The directory goes at the end of the statement: the IaaS reads its config before it says
+/// where it listens, which `start` waits for.
 fn start(test: &str) -> IaasProcess {
-    IaasProcess::start(&write(&temp_dir(test), "iaas.yaml", CONFIG))
+    IaasProcess::start(&write(temp_dir(test).path(), "iaas.yaml", CONFIG))
 }
 
 #[test]
@@ -149,7 +151,7 @@ fn faults_are_armed_counted_and_cleared() {
 #[test]
 fn a_bad_config_exits_2_naming_the_file_line_and_field() {
     let dir = temp_dir("bad-iaas-config");
-    let path = write(&dir, "iaas.yaml", &CONFIG.replace("vcpus: 4", "vcpus: four"));
+    let path = write(dir.path(), "iaas.yaml", &CONFIG.replace("vcpus: 4", "vcpus: four"));
     let output =
         Command::new(binary("iaas-api")).args(["--listen", "127.0.0.1:0", "--config"]).arg(&path).output().unwrap();
     assert_eq!(output.status.code(), Some(2));

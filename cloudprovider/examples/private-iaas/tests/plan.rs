@@ -24,12 +24,14 @@ fn plan(cloud_config: &std::path::Path, extra: &[&str]) -> Output {
         .expect("running private-iaas-autoscaler")
 }
 
-/// The example cloud-config, pointed at `endpoint`.
-fn example_cloud_config(test: &str, endpoint: &str) -> std::path::PathBuf {
+/// The example cloud-config, pointed at `endpoint`, in a file removed when dropped.
+fn example_cloud_config(test: &str, endpoint: &str) -> tempfile::NamedTempFile {
     let example = std::fs::read_to_string(crate_dir().join("config/cloud-config.yaml")).unwrap();
     let text = example.replace("http://127.0.0.1:8774", endpoint);
     assert_ne!(text, example, "the example's endpoint");
-    write(&temp_dir(test), "cloud-config.yaml", &text)
+    let file = tempfile::Builder::new().prefix(&format!("private-iaas-{test}-")).suffix(".yaml").tempfile().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
 }
 
 #[test]
@@ -37,7 +39,7 @@ fn plan_scales_the_compute_pool_up_from_zero() {
     let iaas = IaasProcess::start(&crate_dir().join("config/iaas.yaml"));
     let cloud_config = example_cloud_config("plan", &iaas.url);
 
-    let output = plan(&cloud_config, &["--output", "json"]);
+    let output = plan(cloud_config.path(), &["--output", "json"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "plan failed: {stderr}");
     let report: Value = serde_json::from_slice(&output.stdout).expect("plan's JSON");
@@ -55,7 +57,7 @@ fn plan_scales_the_compute_pool_up_from_zero() {
     assert!(triggered.iter().all(|pod| pod.starts_with("batch/worker-")), "{triggered:?}");
 
     // The text report says where the template came from.
-    let output = plan(&cloud_config, &[]);
+    let output = plan(cloud_config.path(), &[]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
         text.contains("compute  size 0 (min 0, max 12), 0 ready, 0 upcoming; template from cloud provider"),
@@ -69,7 +71,7 @@ fn plan_scales_the_compute_pool_up_from_zero() {
 #[test]
 fn config_errors_name_the_file_line_and_field() {
     let iaas = IaasProcess::start(&crate_dir().join("config/iaas.yaml"));
-    let good = std::fs::read_to_string(example_cloud_config("config-errors", &iaas.url)).unwrap();
+    let good = std::fs::read_to_string(example_cloud_config("config-errors", &iaas.url).path()).unwrap();
     let dir = temp_dir("config-errors-bad");
     let cases = [
         (good.replace("maxSize: 12", "maxSize: lots"), 9, "nodeGroups[0].maxSize"),
@@ -79,7 +81,7 @@ fn config_errors_name_the_file_line_and_field() {
         (good.replace("flavor: m1.xlarge", "flavor: m9.huge"), 10, "nodeGroups[0].flavor"),
     ];
     for (text, line, field) in cases {
-        let path = write(&dir, "cloud-config.yaml", &text);
+        let path = write(dir.path(), "cloud-config.yaml", &text);
         let output = plan(&path, &[]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -91,7 +93,7 @@ fn config_errors_name_the_file_line_and_field() {
 fn an_unreachable_iaas_exits_1_naming_the_url() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let endpoint = format!("http://127.0.0.1:{port}");
-    let output = plan(&example_cloud_config("unreachable", &endpoint), &[]);
+    let output = plan(example_cloud_config("unreachable", &endpoint).path(), &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(&format!("{endpoint}/v1/")), "{stderr}");

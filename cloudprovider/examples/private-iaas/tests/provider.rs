@@ -84,10 +84,11 @@ async fn build(
     timeout: &str,
     purpose: Purpose,
 ) -> Result<Arc<dyn CloudProvider>, BuildError> {
+    // Removed when `build` returns: the provider reads its config when built.
     let dir = temp_dir(test);
     let text = CLOUD_CONFIG.replace("ENDPOINT", endpoint).replace("TIMEOUT", timeout);
     let mut context = ProviderContext::new("private-iaas", purpose);
-    context.cloud_config = Some(write(&dir, "cloud-config.yaml", &text));
+    context.cloud_config = Some(write(dir.path(), "cloud-config.yaml", &text));
     private_iaas::build(context).await
 }
 

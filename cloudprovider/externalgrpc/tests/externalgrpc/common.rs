@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -118,16 +117,9 @@ async fn bind_retrying(address: SocketAddr) -> tokio::net::TcpListener {
     panic!("cannot bind {address}");
 }
 
-/// A fresh directory for this test's files.
-pub fn temp_dir(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "externalgrpc-test-{}-{name}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for this test's files, removed when dropped.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("externalgrpc-test-{name}-")).tempdir().unwrap()
 }
 
 /// Writes `text` as a cloud-config file in `dir` and returns its path.
@@ -151,7 +143,7 @@ pub fn try_client(config: &Path) -> Result<Arc<dyn CloudProvider>, cloudprovider
 /// A plaintext client of `address`.
 pub fn plaintext_client(address: SocketAddr, timeout: &str) -> Arc<dyn CloudProvider> {
     let dir = temp_dir("plaintext");
-    client(&write(&dir, "cloud.yaml", &format!("address: {address}\ngrpc_timeout: {timeout}\n")))
+    client(&write(dir.path(), "cloud.yaml", &format!("address: {address}\ngrpc_timeout: {timeout}\n")))
 }
 
 /// A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate.

@@ -9,7 +9,7 @@ use crate::common::*;
 
 fn config_error(text: &str) -> String {
     let dir = temp_dir("config");
-    let path = write(&dir, "cloud-config.yaml", text);
+    let path = write(dir.path(), "cloud-config.yaml", text);
     match try_client(&path) {
         Err(BuildError::Config(message)) => message,
         Err(other) => panic!("expected a configuration error, got {other:?}"),
@@ -34,7 +34,7 @@ fn upstreams_keys_and_defaults() {
 fn the_tls_server_name_is_the_host_of_the_address() {
     let pki = Pki::new("names");
     let dir = temp_dir("names");
-    let (ca, cert, key) = pki.write_client_files(&dir);
+    let (ca, cert, key) = pki.write_client_files(dir.path());
     let text = format!(
         "address: \"[fd00::1]:8086\"\ncert: {}\nkey: {}\ncacert: {}\n",
         cert.display(),
@@ -68,8 +68,8 @@ fn errors_name_the_file_line_and_key() {
 fn a_bad_certificate_file_is_named() {
     let pki = Pki::new("bad");
     let dir = temp_dir("bad-cert");
-    let (ca, _, key) = pki.write_client_files(&dir);
-    let cert = write(&dir, "tls.crt", "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n");
+    let (ca, _, key) = pki.write_client_files(dir.path());
+    let cert = write(dir.path(), "tls.crt", "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n");
     let message = config_error(&format!(
         "address: h:1\ncert: {}\nkey: {}\ncacert: {}\n",
         cert.display(),
@@ -77,10 +77,10 @@ fn a_bad_certificate_file_is_named() {
         ca.display()
     ));
     assert!(message.contains(":2: cert: ") && message.contains("tls.crt"), "{message}");
-    let empty_key = write(&dir, "empty.key", "");
+    let empty_key = write(dir.path(), "empty.key", "");
     let message = config_error(&format!(
         "address: h:1\ncert: {}\nkey: {}\ncacert: {}\n",
-        pki_cert(&dir, &pki).display(),
+        pki_cert(dir.path(), &pki).display(),
         empty_key.display(),
         ca.display()
     ));
@@ -108,7 +108,7 @@ fn the_factory_needs_a_cloud_config_and_refuses_flags_it_cannot_use() {
 fn a_check_does_not_connect() {
     // Nothing listens there; a check must still succeed, quickly.
     let dir = temp_dir("check");
-    let path = write(&dir, "cloud.yaml", "address: 127.0.0.1:9\n");
+    let path = write(dir.path(), "cloud.yaml", "address: 127.0.0.1:9\n");
     let mut context = ProviderContext::new("externalgrpc", Purpose::Check);
     context.cloud_config = Some(path);
     let started = std::time::Instant::now();

@@ -26,16 +26,16 @@ fn mutual_tls_with_certificates_of_one_ca_works() {
     let (memory, _) = memory_provider();
     let server = TestServer::start(memory, Some(pki.server_tls()));
     let dir = temp_dir("mtls");
-    let client = client(&tls_config(&dir, server.address, &pki));
+    let client = client(&tls_config(dir.path(), server.address, &pki));
     runtime().block_on(async {
         client.refresh().await.unwrap();
         assert_eq!(client.node_groups().await.len(), 3);
     });
     // Also by name: the server certificate names localhost too.
     let by_name = temp_dir("mtls-name");
-    let (ca, cert, key) = pki.write_client_files(&by_name);
+    let (ca, cert, key) = pki.write_client_files(by_name.path());
     let config = write(
-        &by_name,
+        by_name.path(),
         "cloud.yaml",
         &format!(
             "address: localhost:{}\ncert: {}\nkey: {}\ncacert: {}\n",
@@ -77,10 +77,10 @@ fn a_client_trusting_another_ca_is_refused_with_a_clear_error() {
     let server = TestServer::start(memory, Some(pki.server_tls()));
     let dir = temp_dir("wrong-ca");
     // The client's own certificate is fine; only its trust is wrong.
-    let (_, cert, key) = pki.write_client_files(&dir);
-    let ca = write(&dir, "other-ca.crt", &other.ca_pem);
+    let (_, cert, key) = pki.write_client_files(dir.path());
+    let ca = write(dir.path(), "other-ca.crt", &other.ca_pem);
     let config = write(
-        &dir,
+        dir.path(),
         "cloud.yaml",
         &format!(
             "address: {}\ncert: {}\nkey: {}\ncacert: {}\n",
@@ -103,11 +103,11 @@ fn a_client_without_a_certificate_of_the_servers_ca_is_refused() {
     let (memory, _) = memory_provider();
     let server = TestServer::start(memory, Some(pki.server_tls()));
     let dir = temp_dir("wrong-client-cert");
-    let ca = write(&dir, "ca.crt", &pki.ca_pem);
-    let cert = write(&dir, "tls.crt", &stranger.client_cert_pem);
-    let key = write(&dir, "tls.key", &stranger.client_key_pem);
+    let ca = write(dir.path(), "ca.crt", &pki.ca_pem);
+    let cert = write(dir.path(), "tls.crt", &stranger.client_cert_pem);
+    let key = write(dir.path(), "tls.key", &stranger.client_key_pem);
     let config = write(
-        &dir,
+        dir.path(),
         "cloud.yaml",
         &format!(
             "address: {}\ncert: {}\nkey: {}\ncacert: {}\n",

@@ -22,12 +22,9 @@ pub fn workspace_dir() -> PathBuf {
     crate_dir().join("../../..")
 }
 
-/// A fresh directory for one test's files.
-pub fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("private-iaas-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("creating a temporary directory");
-    dir
+/// A fresh directory for one test's files, removed when dropped.
+pub fn temp_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("private-iaas-{test}-")).tempdir().expect("creating a temporary directory")
 }
 
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
