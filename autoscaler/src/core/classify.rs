@@ -69,6 +69,9 @@ struct Sorted {
     marked: bool,
     /// Awaiting a `--bypassed-scheduler-names` scheduler.
     bypassed: bool,
+    /// Names a node (bound to one, or nominated to one): its class may change with the
+    /// view's nodes.
+    names_node: bool,
 }
 
 /// The last sorting: the list it was made from and each pod's place, with what a decision
@@ -151,21 +154,28 @@ impl ClassificationCache {
         }
         let sorting_options = SortingOptions::of(options);
         let mut guard = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let comparable = |k: &Kept| {
-            k.options == sorting_options
-                && k.node_names.len() == view.nodes.len()
+        let same_nodes = |k: &Kept| {
+            k.node_names.len() == view.nodes.len()
                 && k.node_names
                     .iter()
                     .zip(&view.nodes)
                     .all(|(kept, n)| **kept == *n.metadata.name.as_deref().unwrap_or(""))
         };
-        let sorter = Sorter { node_slots: &node_slots, options, slot_by_address: FxHashMap::default() };
+        let mut sorter = Sorter { node_slots: &node_slots, options, slot_by_address: FxHashMap::default() };
         let (kept, sorting) = match guard.take() {
-            Some(kept) if comparable(&kept) && kept.pods.same_list(&view.pods) => (kept, Sorting::Same),
-            Some(kept) if comparable(&kept) => match update(kept, view, sorter) {
-                Ok((kept, read)) => (kept, Sorting::Updated(read)),
-                Err(sorter) => (sort(view, sorter, sorting_options), Sorting::Fresh),
-            },
+            Some(kept) if kept.options == sorting_options && same_nodes(&kept) && kept.pods.same_list(&view.pods) => {
+                (kept, Sorting::Same)
+            }
+            Some(kept) if kept.options == sorting_options => {
+                // Nodes came or went (a scale-up registered, a scale-down finished): the pods
+                // keep their sorting on the nodes that stayed.
+                let (kept, renumbered) =
+                    if same_nodes(&kept) { (kept, 0) } else { renumber_nodes(kept, view, &mut sorter) };
+                match update(kept, view, sorter) {
+                    Ok((kept, read)) => (kept, Sorting::Updated(read + renumbered)),
+                    Err(sorter) => (sort(view, sorter, sorting_options), Sorting::Fresh),
+                }
+            }
             _ => (sort(view, sorter, sorting_options), Sorting::Fresh),
         };
         let classified = from_kept(view, node_slots, &kept);
@@ -187,7 +197,8 @@ impl Sorter<'_> {
     fn sort(&mut self, pod: &PodInfo) -> Sorted {
         let options = self.options;
         let (marked, bypassed) = (is_unschedulable(pod), awaits_bypassed_scheduler(pod, options));
-        let sorted = |class| Sorted { class, marked, bypassed };
+        let names_node = pod.node_name().is_some() || pod.state.nominated_node_name.is_some();
+        let sorted = |class| Sorted { class, marked, bypassed, names_node };
         let unschedulable = marked || bypassed;
         let node_slots = self.node_slots;
         let bound_to = pod.node_name().and_then(|n| {
@@ -304,6 +315,61 @@ fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<
         }
     }
     Ok((finish(view, kept.node_names, kept.options, sorted, scheduled), read))
+}
+
+/// The kept sorting, of the kept list still, brought to the view's nodes: a pod on (or
+/// nominated to) a node that stayed moves to that node's slot, unread; a pod naming no node keeps
+/// its class, unread; the others (a node gone, or a name that may now be a node) are sorted
+/// again. A slot keeps its node's very list (the kept snapshot reuses its node) unless a pod
+/// sorted again joined it. Returns how many pods were read.
+fn renumber_nodes(kept: Kept, view: &ClusterView, sorter: &mut Sorter) -> (Kept, usize) {
+    let slots = view.nodes.len();
+    // Old slot → new slot, by name (a name listed twice: its first slot, as `Sorter` finds it).
+    let moved: Vec<Option<usize>> = kept.node_names.iter().map(|n| sorter.node_slots.get(&**n).copied()).collect();
+    let mut scheduled: Vec<Option<NodePods>> = vec![None; slots];
+    for (list, to) in kept.scheduled.iter().zip(&moved) {
+        if let Some(to) = *to
+            && scheduled[to].is_none()
+        {
+            scheduled[to] = Some(list.clone());
+        }
+    }
+    let mut joined = vec![false; slots];
+    let mut sorted = kept.sorted;
+    let mut read = 0;
+    for (at, s) in sorted.iter_mut().enumerate() {
+        let class = match s.class {
+            Class::Scheduled(slot) => moved[slot].map(Class::Scheduled),
+            Class::Nominated(slot) => moved[slot].map(Class::Nominated),
+            class if !s.names_node => Some(class),
+            _ => None,
+        };
+        match class {
+            Some(class) => s.class = class,
+            None => {
+                read += 1;
+                *s = sorter.sort(&kept.pods[at]);
+                if let Class::Scheduled(slot) = s.class {
+                    joined[slot] = true;
+                }
+            }
+        }
+    }
+    // Only a pod sorted again can have joined a slot: the others keep their lists (a new
+    // node's is empty).
+    let remade = if joined.contains(&true) {
+        node_lists(&kept.pods, &sorted, slots, |slot| joined[slot])
+    } else {
+        vec![Vec::new(); slots]
+    };
+    let scheduled = (scheduled.into_iter().zip(remade).zip(&joined))
+        .map(|((list, remade), joined)| match list {
+            Some(list) if !joined => list,
+            _ => Arc::new(remade),
+        })
+        .collect();
+    let node_names = view.nodes.iter().map(|n| Box::from(n.metadata.name.as_deref().unwrap_or(""))).collect();
+    (Kept { node_names, sorted, scheduled, ..kept }, read)
 }
 
 /// A pod's key in the order the memory cluster lists pods (namespace, then name).
@@ -551,6 +617,31 @@ mod tests {
         assert!(Arc::ptr_eq(&cache.classify(&v, &options).pods_by_node["c"], &c));
     }
 
+    #[test]
+    fn nodes_that_come_and_go_read_only_the_pods_naming_them() {
+        let options = AutoscalingOptions::default();
+        let mut v = view(&["a", "b", "c"], vec![]);
+        // By state: 0–2 on a, b, c; 3 on a node not in the view; 5 nominated to b.
+        v.pods = (0..1000).map(|i| pod(&format!("p-{i:04}"), (i % 16) as u8)).collect();
+        let cache = ClassificationCache::default();
+        cache.classify(&v, &options);
+        let on_a = cache.classify(&v, &options).pods_by_node["a"].clone();
+        // b goes, d comes, a moves to another slot: the pods naming a node are read again,
+        // but for those scheduled on a node that stayed; a keeps its very list.
+        v.nodes = ["c", "d", "a"].iter().map(|n| Arc::new(node(n, "g", 4000, 16, 110))).collect();
+        let stayed = |p: &PodInfo| {
+            matches!(p.node_name(), Some("a" | "c")) && p.priority >= options.expendable_pods_priority_cutoff
+        };
+        let names_node = |p: &PodInfo| p.node_name().is_some() || p.state.nominated_node_name.is_some();
+        let naming = v.pods.iter().filter(|p| names_node(p) && !stayed(p)).count();
+        assert!(naming > 0 && naming < 600, "{naming}");
+        let (incremental, sorting) = cache.classify_counted(&v, &options);
+        assert_eq!(sorting, Sorting::Updated(naming));
+        let fresh = ClassificationCache::default().classify(&v, &options);
+        assert_eq!(everything(&v, &incremental), everything(&v, &fresh));
+        assert!(Arc::ptr_eq(&incremental.pods_by_node["a"], &on_a));
+    }
+
     #[derive(Clone, Debug)]
     enum Edit {
         Remove(usize),
@@ -570,12 +661,12 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Through any edits of the list (in or out of key order, pods listed twice), the kept
-        /// sorting brought up to date is the sorting made afresh.
+        /// Through any edits of the list (in or out of key order, pods listed twice) and of the
+        /// nodes, the kept sorting brought up to date is the sorting made afresh.
         #[test]
         fn an_updated_sorting_is_a_fresh_one(
             initial in proptest::collection::vec(0u8..16, 0..40),
-            rounds in proptest::collection::vec(proptest::collection::vec(edit(), 0..6), 1..6),
+            rounds in proptest::collection::vec((proptest::collection::vec(edit(), 0..6), 0u8..32, 0usize..5), 1..6),
         ) {
             let options = AutoscalingOptions { expendable_pods_priority_cutoff: -10, ..Default::default() };
             let mut v = view(&["a", "b", "c"], vec![]);
@@ -583,7 +674,14 @@ mod tests {
             let cache = ClassificationCache::default();
             cache.classify(&v, &options);
             let mut next = 1000;
-            for edits in rounds {
+            for (edits, node_mask, rotation) in rounds {
+                // Nodes come and go too, and change places ("gone" is named by pods that
+                // were bound to a node the view did not hold).
+                let mut names: Vec<&str> =
+                    ["a", "b", "c", "gone", "d"].into_iter().enumerate().filter(|(i, _)| node_mask & (1 << i) != 0).map(|(_, n)| n).collect();
+                let r = rotation % names.len().max(1);
+                names.rotate_left(r);
+                v.nodes = names.iter().map(|n| Arc::new(node(n, "g", 4000, 16, 110))).collect();
                 for e in edits {
                     let n = v.pods.len();
                     match e {
