@@ -11,7 +11,10 @@
 //! place, and only the others are read. The two lists are walked side by side; where they part,
 //! the pods' keys tell an update from a pod removed or added. A list in another order is still
 //! sorted right (each pod either is the kept object or is read again), only slower; one mostly
-//! different is sorted afresh.
+//! different is sorted afresh. When the node names changed (a node registered or went), the
+//! kept sorting is first renumbered to the new nodes: a pod naming no node, or scheduled on
+//! (nominated to) a node that stayed, is not read; the other pods naming a node (on a node gone,
+//! bound to one not in the view, finished) are.
 //!
 //! Each node's scheduled pods are a shared list (`NodePods`), made again only for the nodes
 //! whose pods changed: the decision's kept snapshot (`base_snapshot`) knows a node whose list is
