@@ -597,11 +597,17 @@ mod tests {
         )
     }
 
+    /// A view of these nodes with 1,000 pods of every made-up state (`pod`), in key order.
+    fn thousand_pods_on(nodes: &[&str]) -> ClusterView {
+        let mut v = view(nodes, vec![]);
+        v.pods = (0..1000).map(|i| pod(&format!("p-{i:04}"), (i % 16) as u8)).collect();
+        v
+    }
+
     #[test]
     fn a_changed_list_reads_only_the_pods_that_changed() {
         let options = AutoscalingOptions::default();
-        let mut v = view(&["a", "b", "c"], vec![]);
-        v.pods = (0..1000).map(|i| pod(&format!("p-{i:04}"), (i % 16) as u8)).collect();
+        let mut v = thousand_pods_on(&["a", "b", "c"]);
         let cache = ClassificationCache::default();
         assert_eq!(cache.classify_counted(&v, &options).1, Sorting::Fresh);
         assert_eq!(cache.classify_counted(&v, &options).1, Sorting::Same);
@@ -621,11 +627,10 @@ mod tests {
     }
 
     #[test]
-    fn nodes_that_come_and_go_read_only_the_pods_naming_them() {
+    fn nodes_that_come_and_go_read_only_pods_not_scheduled_on_a_node_that_stayed() {
         let options = AutoscalingOptions::default();
-        let mut v = view(&["a", "b", "c"], vec![]);
         // By state: 0–2 on a, b, c; 3 on a node not in the view; 5 nominated to b.
-        v.pods = (0..1000).map(|i| pod(&format!("p-{i:04}"), (i % 16) as u8)).collect();
+        let mut v = thousand_pods_on(&["a", "b", "c"]);
         let cache = ClassificationCache::default();
         cache.classify(&v, &options);
         let on_a = cache.classify(&v, &options).pods_by_node["a"].clone();
