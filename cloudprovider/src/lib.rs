@@ -13,6 +13,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
@@ -42,6 +43,9 @@ pub const DEFAULT_GPU_LABEL: &str = "nvidia.com/gpu.product";
 /// The extended resource GPUs are requested as.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
+/// `node_group_for_node` calls in flight at once in the default `node_groups_for_nodes`.
+pub const NODE_LOOKUPS_IN_FLIGHT: usize = 32;
+
 /// What a fresh node of a group looks like: the Node object and the pods every new node runs
 /// from the start (DaemonSet and static pods).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -70,6 +74,19 @@ pub trait CloudProvider: Send + Sync {
 
     /// The node group of a node; `None` when the autoscaler must ignore the node.
     async fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>>;
+
+    /// The node groups of `nodes`, in their order: what `node_group_for_node` answers for
+    /// each (the autoscaler asks for every node at every loop). By default the calls go out
+    /// concurrently, at most [`NODE_LOOKUPS_IN_FLIGHT`] at once, so that a provider behind a
+    /// network costs about one round trip per batch, not one per node. A provider that answers
+    /// from memory overrides it with a plain loop: a boxed future per node, polled through a
+    /// stream, costs more than its lookup.
+    async fn node_groups_for_nodes(&self, nodes: &[Arc<Node>]) -> Result<Vec<Option<Arc<dyn NodeGroup>>>> {
+        // The calls are made up front (a future does nothing until polled): a stream over a
+        // closure that borrows the nodes is not `Send` for every lifetime, as the trait needs.
+        let lookups: Vec<_> = nodes.iter().map(|node| self.node_group_for_node(node)).collect();
+        stream::iter(lookups).buffered(NODE_LOOKUPS_IN_FLIGHT).try_collect().await
+    }
 
     /// Whether the cloud instance behind a node still exists. Optional.
     async fn has_instance(&self, _node: &Node) -> Result<bool> {

@@ -134,11 +134,7 @@ impl CloudState {
         };
         let groups = provider.node_groups().await;
         let index_of: FxHashMap<&str, usize> = groups.iter().enumerate().map(|(i, g)| (g.id(), i)).collect();
-        let owners: Vec<Option<Arc<dyn NodeGroup>>> =
-            stream::iter(nodes.iter().map(|node| provider.node_group_for_node(node)))
-                .buffered(IN_FLIGHT)
-                .try_collect()
-                .await?;
+        let owners = provider.node_groups_for_nodes(nodes).await?;
         // Per group: its nodes' instance ids, and the first node that can be its template (the
         // one `build_templates` will take, as it walks the nodes in the same order).
         let mut members: Vec<InstanceIds<'_>> = vec![FxHashSet::default(); groups.len()];

@@ -100,6 +100,10 @@ impl CloudProvider for ClusterNodes {
         self.provider.node_group_for_node(node).await
     }
 
+    async fn node_groups_for_nodes(&self, nodes: &[Arc<Node>]) -> Result<Vec<Option<Arc<dyn NodeGroup>>>> {
+        self.provider.node_groups_for_nodes(nodes).await
+    }
+
     async fn has_instance(&self, node: &Node) -> Result<bool> {
         self.provider.has_instance(node).await
     }

@@ -161,6 +161,10 @@ impl MemoryCloudProvider {
         self.with_group(group, |g| g.faults = Default::default())
     }
 
+    fn group_for_node(&self, node: &Node) -> Option<Arc<dyn NodeGroup>> {
+        self.group_index_for_node(node).map(|index| self.groups[index].clone() as Arc<dyn NodeGroup>)
+    }
+
     fn group_index_for_node(&self, node: &Node) -> Option<usize> {
         let rest = provider_id(node)?.strip_prefix(PROVIDER_ID_SCHEME)?;
         let (group, _) = rest.split_once('/')?;
@@ -180,7 +184,12 @@ impl CloudProvider for MemoryCloudProvider {
 
     /// By providerID: `memory://<group>/…` belongs to `<group>`.
     async fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>> {
-        Ok(self.group_index_for_node(node).map(|index| self.groups[index].clone() as Arc<dyn NodeGroup>))
+        Ok(self.group_for_node(node))
+    }
+
+    /// Answered from memory: one pass, no future per node.
+    async fn node_groups_for_nodes(&self, nodes: &[Arc<Node>]) -> Result<Vec<Option<Arc<dyn NodeGroup>>>> {
+        Ok(nodes.iter().map(|node| self.group_for_node(node)).collect())
     }
 
     /// False once this provider deleted the instance (or never had it); nodes of other

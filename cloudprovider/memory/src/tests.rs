@@ -1,6 +1,7 @@
 //! Tests of the in-memory provider: the NodeGroup contract, delays, faults and prices.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements};
@@ -397,6 +398,24 @@ async fn node_group_for_node_goes_by_provider_id() {
         "not ours: assumed to exist"
     );
     assert!(!provider.has_instance(&node_with_provider_id("x", "memory://general/9")).await.unwrap());
+}
+
+/// The whole list at once answers what each node's own call does, in the nodes' order.
+#[tokio::test]
+async fn node_groups_for_nodes_answers_each_node_in_order() {
+    let (provider, _) = provider(vec![spec("general", 0, 10, 1), spec("gen", 0, 10, 0)]);
+    let nodes: Vec<Arc<Node>> = [("gen-7", "memory://gen/7"), ("x", "aws:///i-1"), ("general-1", "memory://general/1")]
+        .into_iter()
+        .map(|(name, id)| Arc::new(node_with_provider_id(name, id)))
+        .collect();
+    let ids: Vec<Option<String>> = provider
+        .node_groups_for_nodes(&nodes)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| g.map(|g| g.id().to_string()))
+        .collect();
+    assert_eq!(ids, [Some("gen".to_string()), None, Some("general".to_string())]);
 }
 
 #[tokio::test]

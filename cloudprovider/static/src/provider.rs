@@ -60,6 +60,10 @@ impl StaticCloudProvider {
         self.groups.iter().find(|group| group.config().id == id).cloned()
     }
 
+    fn group_of(&self, node: &Node) -> Option<Arc<dyn NodeGroup>> {
+        self.group_index(node).map(|index| self.groups[index].clone() as Arc<dyn NodeGroup>)
+    }
+
     fn group_index(&self, node: &Node) -> Option<usize> {
         let known = self.shared.state().group_of_instance(&instance_id_for_node(node));
         known.or_else(|| group_index_for_node(&self.shared.config.node_groups, node))
@@ -113,7 +117,12 @@ impl CloudProvider for StaticCloudProvider {
     }
 
     async fn node_group_for_node(&self, node: &Node) -> Result<Option<Arc<dyn NodeGroup>>> {
-        Ok(self.group_index(node).map(|index| self.groups[index].clone() as Arc<dyn NodeGroup>))
+        Ok(self.group_of(node))
+    }
+
+    /// Answered from memory: one pass, no future per node.
+    async fn node_groups_for_nodes(&self, nodes: &[Arc<Node>]) -> Result<Vec<Option<Arc<dyn NodeGroup>>>> {
+        Ok(nodes.iter().map(|node| self.group_of(node)).collect())
     }
 
     /// There is no cloud to ask: an instance exists unless this provider deleted it.

@@ -299,6 +299,32 @@ async fn node_group_for_node_follows_membership() {
     assert_eq!(found(node("x", Some("aws:///i-1"), &[("pool", "other")])).await, None);
 }
 
+/// The whole list at once answers what each node's own call does, in the nodes' order.
+#[tokio::test]
+async fn node_groups_for_nodes_answers_each_node_in_order() {
+    let provider = provider(&[], &["0:4:flag-only"]);
+    let nodes: Vec<Arc<Node>> = [
+        node("x", Some("aws:///i-1"), &[("pool", "other")]),
+        general("a"),
+        node("f", Some("static://flag-only/f"), &[]),
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
+    let ids = |groups: Vec<Option<Arc<dyn NodeGroup>>>| -> Vec<Option<String>> {
+        groups.into_iter().map(|g| g.map(|g| g.id().to_string())).collect()
+    };
+    let mut one_by_one = Vec::new();
+    for node in &nodes {
+        one_by_one.push(provider.node_group_for_node(node).await.unwrap());
+    }
+    assert_eq!(ids(provider.node_groups_for_nodes(&nodes).await.unwrap()), ids(one_by_one));
+    assert_eq!(
+        ids(provider.node_groups_for_nodes(&nodes).await.unwrap()),
+        [None, Some("general".to_string()), Some("flag-only".to_string())]
+    );
+}
+
 #[tokio::test]
 async fn template_comes_from_the_file_or_is_not_implemented() {
     let provider = provider(&[], &["0:4:flag-only"]);
