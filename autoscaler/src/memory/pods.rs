@@ -236,7 +236,7 @@ impl MemoryCluster {
             (PodChange::Status | PodChange::Bind, Some(old)) => {
                 old.restated(bound_node(&pod), pod.status.as_ref(), &mut self.interner)
             }
-            _ => PodInfo::interned(pod.clone(), &mut self.interner),
+            _ => PodInfo::interned_from(&pod, &mut self.interner),
         });
         // What a pod watch would deliver now: the loop's schedule hears of it.
         if is_recently_unschedulable(&info, now) {

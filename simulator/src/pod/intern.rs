@@ -85,44 +85,40 @@ impl PodInterner {
         Self::default()
     }
 
-    /// The shared compiled shape of `spec` for a pod in `namespace` with `labels`.
-    /// `spec.node_name` must already be taken out: it is the pod's own.
-    pub fn shape(&mut self, spec: PodSpec, namespace: &Arc<str>, labels: Option<&Arc<Labels>>) -> Arc<PodShape> {
-        let labels = if reads_pod_labels(&spec) { labels } else { None };
+    /// The shared compiled shape of `spec` for a pod in `namespace` with `labels` (the spec
+    /// copied only when it is new). `spec.node_name` must already be taken out: it is the pod's
+    /// own.
+    pub fn shape(&mut self, spec: &PodSpec, namespace: &Arc<str>, labels: Option<&Arc<Labels>>) -> Arc<PodShape> {
+        let labels = if reads_pod_labels(spec) { labels } else { None };
         let mut hasher = FxHasher::default();
         namespace.hash(&mut hasher);
         labels.map(|l| &**l).hash(&mut hasher);
         // Every field of the spec, through its serialization (no hand-written `Hash` for each
-        // Kubernetes type); equality is checked below.
-        hash_serialized(&spec, &mut hasher);
+        // Kubernetes type); equality is checked by the pool.
+        hash_serialized(spec, &mut hasher);
         let hash = hasher.finish();
-        let same = |s: &PodShape| {
-            *s.namespace == **namespace && s.compiled_with_labels.as_deref() == labels.map(|l| &**l) && s.spec == spec
+        let same = |s: &PodShape, spec: &&PodSpec| {
+            *s.namespace == **namespace && s.compiled_with_labels.as_deref() == labels.map(|l| &**l) && s.spec == **spec
         };
-        if let Some(found) = self.shapes.by_hash.get(&hash).and_then(|b| b.iter().find(|s| same(s))) {
-            return found.clone();
-        }
-        let (namespace, labels) = (namespace.clone(), labels.cloned());
-        self.shapes.get_or_insert(
-            hash,
-            spec,
-            |_, _| false,
-            |spec| Arc::new(PodShape::compile(spec, namespace, labels.as_ref())),
-        )
+        self.shapes.get_or_insert(hash, spec, same, |spec| {
+            Arc::new(PodShape::compile(spec.clone(), namespace.clone(), labels))
+        })
     }
 
-    pub fn labels(&mut self, labels: Labels) -> Arc<Labels> {
-        let hash = hash_of(&labels);
-        self.labels.get_or_insert(hash, labels, |a, b| a == b, Arc::new)
+    /// The shared copy of `labels` (copied only when new).
+    pub fn labels(&mut self, labels: &Labels) -> Arc<Labels> {
+        let hash = hash_of(labels);
+        self.labels.get_or_insert(hash, labels, |a, b| a == *b, |l| Arc::new(l.clone()))
     }
 
-    pub fn owners(&mut self, owners: Vec<OwnerReference>) -> Arc<[OwnerReference]> {
+    /// The shared copy of `owners` (copied only when new).
+    pub fn owners(&mut self, owners: &[OwnerReference]) -> Arc<[OwnerReference]> {
         let mut hasher = FxHasher::default();
-        for o in &owners {
+        for o in owners {
             (&o.uid, &o.name, &o.kind).hash(&mut hasher);
         }
         let hash = hasher.finish();
-        self.owners.get_or_insert(hash, owners, |a, b| *a == **b, Arc::from)
+        self.owners.get_or_insert(hash, owners, |a, b| a == *b, Arc::from)
     }
 
     /// A short string many pods repeat (a node name, a phase, a condition's reason).
@@ -138,20 +134,20 @@ mod tests {
     #[test]
     fn equal_values_are_shared_and_different_ones_are_not() {
         let mut interner = PodInterner::new();
-        let a = interner.labels([("app".to_string(), "web".to_string())].into());
-        let b = interner.labels([("app".to_string(), "web".to_string())].into());
-        let c = interner.labels([("app".to_string(), "db".to_string())].into());
+        let a = interner.labels(&[("app".to_string(), "web".to_string())].into());
+        let b = interner.labels(&[("app".to_string(), "web".to_string())].into());
+        let c = interner.labels(&[("app".to_string(), "db".to_string())].into());
         assert!(Arc::ptr_eq(&a, &b));
         assert!(!Arc::ptr_eq(&a, &c));
         let ns: Arc<str> = Arc::from("default");
         let spec = |priority| PodSpec { priority: Some(priority), ..Default::default() };
-        let s1 = interner.shape(spec(1), &ns, Some(&a));
-        let s2 = interner.shape(spec(1), &ns, Some(&c));
-        let s3 = interner.shape(spec(2), &ns, Some(&a));
+        let s1 = interner.shape(&spec(1), &ns, Some(&a));
+        let s2 = interner.shape(&spec(1), &ns, Some(&c));
+        let s3 = interner.shape(&spec(2), &ns, Some(&a));
         assert!(Arc::ptr_eq(&s1, &s2), "labels do not matter when no term reads them");
         assert!(!Arc::ptr_eq(&s1, &s3));
         let other: Arc<str> = Arc::from("other");
-        assert!(!Arc::ptr_eq(&s1, &interner.shape(spec(1), &other, None)), "terms compile with the namespace");
+        assert!(!Arc::ptr_eq(&s1, &interner.shape(&spec(1), &other, None)), "terms compile with the namespace");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod intern;
 mod shape;
 mod spec_hash;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
@@ -163,7 +164,7 @@ pub struct PodInfo {
     created: PackedTime,
     deletion_timestamp: PackedTime,
     node_name: Option<Arc<str>>,
-    /// The node a DaemonSet pod is pinned to ([`take_node_pin`]); the rest of its required
+    /// The node a DaemonSet pod is pinned to ([`node_pin`]); the rest of its required
     /// node affinity is in the shape.
     pinned_node: Option<Arc<str>>,
     pub state: PodState,
@@ -184,45 +185,58 @@ impl PodInfo {
     /// Converts a pod on its own (tests, one-off pods). Pods of a watch or a dump go through
     /// [`PodInfo::interned`], which shares their common parts.
     pub fn new(pod: &Pod) -> PodInfo {
-        PodInfo::interned(pod.clone(), &mut PodInterner::new())
+        PodInfo::interned_from(pod, &mut PodInterner::new())
     }
 
     /// Converts `pod`, sharing its spec, labels, owners and short strings through `interner`.
     pub fn interned(pod: Pod, interner: &mut PodInterner) -> PodInfo {
         let Pod { metadata, spec, status } = pod;
-        let ObjectMeta {
-            namespace,
-            name,
-            uid,
-            labels,
-            annotations,
-            owner_references,
-            creation_timestamp,
-            deletion_timestamp,
-            ..
-        } = metadata;
-        let namespace = namespace.unwrap_or_else(|| "default".to_string());
-        let name = name.unwrap_or_default();
+        PodInfo::from_parts(&metadata, spec.map(Cow::Owned), status.as_ref(), interner)
+    }
+
+    /// [`PodInfo::interned`] of a pod the caller keeps (the memory cluster stores its pods
+    /// whole): only what the interner has not seen is copied, and the spec not even then unless
+    /// it names its node or is pinned to one (those are taken out of the shape).
+    pub fn interned_from(pod: &Pod, interner: &mut PodInterner) -> PodInfo {
+        PodInfo::from_parts(&pod.metadata, pod.spec.as_ref().map(Cow::Borrowed), pod.status.as_ref(), interner)
+    }
+
+    fn from_parts(
+        metadata: &ObjectMeta,
+        spec: Option<Cow<'_, PodSpec>>,
+        status: Option<&PodStatus>,
+        interner: &mut PodInterner,
+    ) -> PodInfo {
+        let namespace = metadata.namespace.as_deref().unwrap_or("default");
+        let name = metadata.name.as_deref().unwrap_or_default();
         let key: Arc<str> = Arc::from(format!("{namespace}/{name}"));
         // A namespace is at most 63 characters (a DNS label); a longer one (hostile input) is
         // still a valid key, its name found after the first `/` instead.
         let name_start = u32::try_from(namespace.len() + 1).unwrap_or(u32::MAX);
-        let namespace_shared = interner.string(&namespace);
-        let labels = labels.map(|l| interner.labels(l));
-        let annotations: Option<Labels> =
-            annotations.map(|a| a.into_iter().filter(|(k, _)| read_annotation(k)).collect());
-        let annotations = annotations.filter(|a| !a.is_empty()).map(|a| interner.labels(a));
-        let owners = owner_references.filter(|o| !o.is_empty()).map(|o| interner.owners(o));
+        let namespace_shared = interner.string(namespace);
+        let labels = metadata.labels.as_ref().map(|l| interner.labels(l));
+        let annotations: Option<Labels> = metadata
+            .annotations
+            .as_ref()
+            .map(|a| a.iter().filter(|(k, _)| read_annotation(k)).map(|(k, v)| (k.clone(), v.clone())).collect());
+        let annotations = annotations.filter(|a| !a.is_empty()).map(|a| interner.labels(&a));
+        let owners = metadata.owner_references.as_deref().filter(|o| !o.is_empty()).map(|o| interner.owners(o));
         let controller_index = owners
             .as_ref()
             .and_then(|o| o.iter().position(|o| o.controller == Some(true)))
             .and_then(|i| u16::try_from(i).ok());
         let mut spec = spec.unwrap_or_default();
-        let node_name = spec.node_name.take().filter(|n| !n.is_empty()).map(|n| interner.string(&n));
-        let pinned_node = take_node_pin(&mut spec).map(|n| interner.string(&n));
-        let claims = pod_claims(&spec, &namespace, &name);
-        let shape = interner.shape(spec, &namespace_shared, labels.as_ref());
-        let state = status.as_ref().map(|s| PodState::interned(s, interner)).unwrap_or_default();
+        let node_name = spec.node_name.as_deref().filter(|n| !n.is_empty()).map(|n| interner.string(n));
+        if spec.node_name.is_some() {
+            spec.to_mut().node_name = None;
+        }
+        let pinned_node = node_pin(&spec).map(|n| interner.string(n));
+        if pinned_node.is_some() {
+            remove_node_pin(spec.to_mut());
+        }
+        let claims = pod_claims(&spec, namespace, name);
+        let shape = interner.shape(&spec, &namespace_shared, labels.as_ref());
+        let state = status.map(|s| PodState::interned(s, interner)).unwrap_or_default();
         let mirror = annotations.as_ref().is_some_and(|a| a.contains_key(MIRROR_POD));
         let controller = controller_index.and_then(|i| owners.as_ref().map(|o| &o[usize::from(i)]));
         let daemonset = controller.is_some_and(|c| c.kind == "DaemonSet")
@@ -230,14 +244,14 @@ impl PodInfo {
         PodInfo {
             key,
             name_start,
-            uid: uid.map(Uid::new),
+            uid: metadata.uid.clone().map(Uid::new),
             labels,
             annotations,
             owners,
             controller_index,
-            created: PackedTime::new(creation_timestamp.map(|t| t.0)),
-            terminating: deletion_timestamp.is_some(),
-            deletion_timestamp: PackedTime::new(deletion_timestamp.map(|t| t.0)),
+            created: PackedTime::new(metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            terminating: metadata.deletion_timestamp.is_some(),
+            deletion_timestamp: PackedTime::new(metadata.deletion_timestamp.as_ref().map(|t| t.0)),
             node_name,
             pinned_node,
             state,
@@ -428,34 +442,35 @@ impl PodInfo {
 /// node, so that the pods of a DaemonSet share one shape; a term left without requirements was
 /// the controller's alone, and the affinity goes when all are. What remains means the same:
 /// (the other terms, ORed) AND the node's name.
-fn take_node_pin(spec: &mut PodSpec) -> Option<String> {
+fn node_pin(spec: &PodSpec) -> Option<&str> {
     let required =
-        spec.affinity.as_mut()?.node_affinity.as_mut()?.required_during_scheduling_ignored_during_execution.as_mut()?;
-    let pin_of = |term: &NodeSelectorTerm| match term.match_fields.as_deref() {
-        Some([field]) if field.key == "metadata.name" && field.operator == "In" => match field.values.as_deref() {
-            Some([node]) => Some(node.clone()),
+        spec.affinity.as_ref()?.node_affinity.as_ref()?.required_during_scheduling_ignored_during_execution.as_ref()?;
+    fn pin_of(term: &NodeSelectorTerm) -> Option<&str> {
+        match term.match_fields.as_deref() {
+            Some([field]) if field.key == "metadata.name" && field.operator == "In" => match field.values.as_deref() {
+                Some([node]) => Some(node.as_str()),
+                _ => None,
+            },
             _ => None,
-        },
-        _ => None,
-    };
-    let first = pin_of(required.node_selector_terms.first()?)?;
-    if !required.node_selector_terms.iter().all(|t| pin_of(t).as_ref() == Some(&first)) {
-        return None;
+        }
     }
+    let first = pin_of(required.node_selector_terms.first()?)?;
+    required.node_selector_terms.iter().all(|t| pin_of(t) == Some(first)).then_some(first)
+}
+
+/// Takes out the pin [`node_pin`] found.
+fn remove_node_pin(spec: &mut PodSpec) {
+    let Some(node_affinity) = spec.affinity.as_mut().and_then(|a| a.node_affinity.as_mut()) else { return };
+    let Some(required) = node_affinity.required_during_scheduling_ignored_during_execution.as_mut() else { return };
     for term in &mut required.node_selector_terms {
         term.match_fields = None;
     }
-    let terms = &mut required.node_selector_terms;
-    if terms.iter().all(|t| t.match_expressions.as_ref().is_none_or(Vec::is_empty)) {
-        let node_affinity = spec.affinity.as_mut().and_then(|a| a.node_affinity.as_mut());
-        if let Some(node_affinity) = node_affinity {
-            node_affinity.required_during_scheduling_ignored_during_execution = None;
-        }
+    if required.node_selector_terms.iter().all(|t| t.match_expressions.as_ref().is_none_or(Vec::is_empty)) {
+        node_affinity.required_during_scheduling_ignored_during_execution = None;
     }
-    Some(first)
 }
 
-/// Puts back what [`take_node_pin`] took out.
+/// Puts back what [`remove_node_pin`] took out.
 fn restore_node_pin(spec: &mut PodSpec, node: &str) {
     let pin = NodeSelectorRequirement {
         key: "metadata.name".to_string(),
