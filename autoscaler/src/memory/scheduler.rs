@@ -18,11 +18,13 @@
 //!   after other pods were bound, since new pods can make them fit.
 //! - Every node's answer for a kind of pod (same compiled spec, labels and node pin; no claims,
 //!   inter-pod terms or spread) is kept from pass to pass; the next pod of the kind asks again
-//!   only the nodes that changed, joined or whose pods changed since (see `KeptAnswers`): the
-//!   same node and message as a full search, which debug builds check at every pod.
+//!   only the nodes that changed, joined or whose pods changed since (see `KeptAnswers`), and
+//!   the answers are kept summed up (the nodes that fit in order, the reasons counted), so a
+//!   pick reads no other node: the same node and message as a full search, which debug builds
+//!   check at every pod.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -65,23 +67,47 @@ pub(super) struct SchedulerState {
 /// added or replaced (a new node id: the snapshot never reuses one) is asked again; a node
 /// removed drops out of the choice. Anything else (namespaces, volumes, a pod with inter-pod
 /// terms placed or taken out, the snapshot rebuilt) forgets them all.
+///
+/// The last changes are also kept in order, so a kind that read recently goes through those
+/// alone rather than over every node (after each pod placed, only that node changed).
 #[derive(Debug, Default)]
 struct KeptAnswers {
     kinds: FxHashMap<Alike, KindAnswers>,
+    nodes: NodeChanges,
+}
+
+/// The changes of the snapshot's nodes the kinds' answers are brought up to date with.
+#[derive(Debug, Default)]
+struct NodeChanges {
     /// Per node id: the number of the node's last change (0: none since kept).
     changed: Vec<u64>,
+    /// The last changes with their numbers, oldest first (numbers rise).
+    log: VecDeque<(u64, NodeEvent)>,
+    /// The number of the last change dropped from `log` (0: none): a kind that read before it
+    /// walks every node.
+    dropped: u64,
     /// The number of the last change.
-    changes: u64,
+    count: u64,
     /// The number of the last node removal: choices made before it are made again.
     last_removal: u64,
 }
 
-/// Every node's answer for one kind of pod, a pod of that kind to ask again for, and the
-/// choice made of the answers while they stay the same.
+/// A change of the snapshot's nodes, as `NodeChanges::log` keeps it.
+#[derive(Clone, Debug)]
+enum NodeEvent {
+    /// Added, or its pods changed.
+    Changed(NodeId),
+    /// Taken out (with its name: the snapshot no longer has it).
+    Removed(NodeId, Arc<str>),
+}
+
+/// Every node's answer for one kind of pod, a pod of that kind to ask again for, the answers
+/// summed up, and the choice made of them while they stay the same.
 #[derive(Debug)]
 struct KindAnswers {
     pod: Arc<PodInfo>,
     answers: Answers,
+    choice: Choice,
     /// Asked since the kinds were last thinned out (see `KeptAnswers::make_room`).
     used: bool,
     /// The number of the last change its answers have read.
@@ -109,21 +135,166 @@ impl KeptAnswers {
 
     fn forget(&mut self) {
         self.kinds.clear();
-        self.changed.clear();
+        self.nodes.changed.clear();
+        self.nodes.log.clear();
     }
 
     /// The node (new, replaced or changed) or its pods changed: its answers are asked again.
     fn node_changed(&mut self, id: NodeId) {
-        self.changes += 1;
-        if self.changed.len() <= id.index() {
-            self.changed.resize(id.index() + 1, 0);
+        let nodes = &mut self.nodes;
+        nodes.count += 1;
+        if nodes.changed.len() <= id.index() {
+            nodes.changed.resize(id.index() + 1, 0);
         }
-        self.changed[id.index()] = self.changes;
+        nodes.changed[id.index()] = nodes.count;
+        nodes.record(NodeEvent::Changed(id));
     }
 
-    fn node_removed(&mut self) {
-        self.changes += 1;
-        self.last_removal = self.changes;
+    fn node_removed(&mut self, id: NodeId, name: Arc<str>) {
+        let nodes = &mut self.nodes;
+        nodes.count += 1;
+        nodes.last_removal = nodes.count;
+        nodes.record(NodeEvent::Removed(id, name));
+    }
+}
+
+impl NodeChanges {
+    /// Changes kept in order: a few passes' worth.
+    const MAX_LOGGED: usize = 4096;
+
+    fn record(&mut self, event: NodeEvent) {
+        self.log.push_back((self.count, event));
+        if self.log.len() > Self::MAX_LOGGED
+            && let Some((number, _)) = self.log.pop_front()
+        {
+            self.dropped = number;
+        }
+    }
+}
+
+impl KindAnswers {
+    fn new(snapshot: &mut ClusterSnapshot, pod: &Arc<PodInfo>, seen: u64) -> KindAnswers {
+        let answers = answers(snapshot, pod);
+        let choice = Choice::of(snapshot, &answers);
+        KindAnswers { pod: pod.clone(), answers, choice, seen, outcome: None, used: true }
+    }
+
+    /// Brings the answers up to date with the changes numbered after `seen`.
+    fn catch_up(&mut self, kept: &NodeChanges, snapshot: &mut ClusterSnapshot) {
+        let pod = self.pod.clone();
+        let prepared = snapshot.prepare(&pod);
+        if self.seen >= kept.dropped {
+            let from = kept.log.partition_point(|(number, _)| *number <= self.seen);
+            for (_, event) in kept.log.range(from..) {
+                match event {
+                    NodeEvent::Changed(id) => {
+                        if let Some(node) = snapshot.node(*id) {
+                            self.ask(snapshot, &prepared, *id, node);
+                        }
+                    }
+                    NodeEvent::Removed(id, name) => {
+                        if let Some(old) = self.answers.slot(*id).take() {
+                            self.choice.remove(name, &old);
+                            self.outcome = None;
+                        }
+                    }
+                }
+            }
+        } else {
+            for (id, node) in snapshot.nodes() {
+                let changed = kept.changed.get(id.index()).is_some_and(|&at| at > self.seen);
+                if changed || self.answers.get(id).is_none() {
+                    self.ask(snapshot, &prepared, id, node);
+                }
+            }
+            // Nodes gone since are not in the log any more: the sums are made again. (Their
+            // answers stay, never read: a later removal in the log is of a node live now.)
+            if self.seen < kept.last_removal {
+                self.choice = Choice::of(snapshot, &self.answers);
+                self.outcome = None;
+            }
+        }
+        self.seen = kept.count;
+    }
+
+    /// Asks `node` again; a different answer replaces the old one in the sums.
+    fn ask(&mut self, snapshot: &ClusterSnapshot, prepared: &PreparedPod<'_>, id: NodeId, node: &NodeInfo) {
+        let again = answer(snapshot, prepared, id, node);
+        let slot = self.answers.slot(id);
+        if slot.as_ref() == Some(&again) {
+            return;
+        }
+        if let Some(old) = slot.as_ref() {
+            self.choice.remove(&node.name, old);
+        }
+        self.choice.add(&node.name, &again);
+        *slot = Some(again);
+        self.outcome = None;
+    }
+}
+
+/// The answers of a kind's live nodes summed up, so that choosing reads no node: the nodes
+/// that fit, best first, and how many fail for each reason.
+#[derive(Debug, Default)]
+struct Choice {
+    /// Fewest untolerated `PreferNoSchedule` taints, then the highest score, then the name.
+    fits: BTreeSet<(usize, Reverse<i64>, Arc<str>)>,
+    unfits: FxHashMap<simulator::Unfit, usize>,
+}
+
+impl Choice {
+    /// The sums of the snapshot's live nodes' answers.
+    fn of(snapshot: &ClusterSnapshot, answers: &Answers) -> Choice {
+        let mut choice = Choice::default();
+        for (id, node) in snapshot.nodes() {
+            if let Some(answer) = answers.get(id) {
+                choice.add(&node.name, answer);
+            }
+        }
+        choice
+    }
+
+    fn add(&mut self, name: &Arc<str>, answer: &Answer) {
+        match answer {
+            Ok(fit) => {
+                self.fits.insert((fit.untolerated, Reverse(fit.score), name.clone()));
+            }
+            Err(unfit) => *self.unfits.entry(unfit.clone()).or_insert(0) += 1,
+        }
+    }
+
+    fn remove(&mut self, name: &Arc<str>, answer: &Answer) {
+        match answer {
+            Ok(fit) => {
+                self.fits.remove(&(fit.untolerated, Reverse(fit.score), name.clone()));
+            }
+            Err(unfit) => {
+                if let Some(count) = self.unfits.get_mut(unfit) {
+                    *count -= 1;
+                    if *count == 0 {
+                        self.unfits.remove(unfit);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What [`choose`] finds, from the sums; `None` when a volume PreFilter failure is among
+    /// them (its message is the last node's in the snapshot's order: `choose` finds it).
+    fn outcome(&self, nodes: usize) -> Option<Result<String, String>> {
+        if let Some((_, _, name)) = self.fits.first() {
+            return Some(Ok(name.to_string()));
+        }
+        if self.unfits.keys().any(|u| matches!(u, simulator::Unfit::PodVolumes(_))) {
+            return None;
+        }
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for (unfit, count) in &self.unfits {
+            for reason in unfit.reasons() {
+                *reasons.entry(reason).or_insert(0) += count;
+            }
+        }
+        Some(Err(unschedulable_message(nodes, &reasons, None)))
     }
 }
 
@@ -181,35 +352,17 @@ impl SchedulerState {
         if new_kind {
             kept.make_room(snapshot.id_bound());
         }
-        let seen = kept.changes;
-        let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers {
-            pod: pod.clone(),
-            answers: answers(snapshot, pod),
-            seen,
-            outcome: None,
-            used: true,
-        });
+        let seen = kept.nodes.count;
+        let kind = kept.kinds.entry(alike).or_insert_with(|| KindAnswers::new(snapshot, pod, seen));
         kind.used = true;
         if kind.seen < seen {
-            if kind.seen < kept.last_removal {
-                kind.outcome = None;
-            }
-            let prepared = snapshot.prepare(&kind.pod);
-            for (id, node) in snapshot.nodes() {
-                let changed = kept.changed.get(id.index()).is_some_and(|&at| at > kind.seen);
-                let slot = kind.answers.slot(id);
-                if !changed && slot.is_some() {
-                    continue;
-                }
-                let again = answer(snapshot, &prepared, id, node);
-                if slot.as_ref() != Some(&again) {
-                    *slot = Some(again);
-                    kind.outcome = None;
-                }
-            }
-            kind.seen = seen;
+            kind.catch_up(&kept.nodes, snapshot);
         }
-        let outcome = kind.outcome.get_or_insert_with(|| choose(snapshot, &kind.answers)).clone();
+        let nodes = snapshot.node_count();
+        let outcome = kind
+            .outcome
+            .get_or_insert_with(|| kind.choice.outcome(nodes).unwrap_or_else(|| choose(snapshot, &kind.answers)))
+            .clone();
         #[cfg(debug_assertions)]
         {
             let searched = answers(snapshot, pod);
@@ -437,10 +590,13 @@ impl MemoryCluster {
         let snapshot = &mut self.scheduler.snapshot;
         let pods = match snapshot.node_id(name) {
             Some(id) => {
-                let pods = snapshot.node(id).map(|n| n.pods.clone()).unwrap_or_default();
+                let (pods, old_name) = match snapshot.node(id) {
+                    Some(n) => (n.pods.clone(), n.name.clone()),
+                    None => (Default::default(), Arc::from(name)),
+                };
                 let _ = snapshot.remove_node(id);
                 self.scheduler.garbage += 1;
-                self.scheduler.kept.node_removed();
+                self.scheduler.kept.node_removed(id, old_name);
                 pods
             }
             None => self.snapshot_pods_of(name),
@@ -459,7 +615,7 @@ impl MemoryCluster {
     pub(super) fn snapshot_node_removed(&mut self, name: &str) {
         if let Some(id) = self.scheduler.snapshot.node_id(name) {
             let _ = self.scheduler.snapshot.remove_node(id);
-            self.scheduler.kept.node_removed();
+            self.scheduler.kept.node_removed(id, Arc::from(name));
             self.scheduler.garbage += 1;
             self.scheduler.retry_all = true;
             self.compact_snapshot();
@@ -607,7 +763,7 @@ mod tests {
 
     fn kind(used: bool) -> KindAnswers {
         let pod = Arc::new(PodInfo::new(&simulator::testing::pod("p", "100m", "1Mi")));
-        KindAnswers { pod, answers: Answers::default(), seen: 0, outcome: None, used }
+        KindAnswers { pod, answers: Answers::default(), choice: Default::default(), seen: 0, outcome: None, used }
     }
 
     fn alike(n: usize) -> Alike {

@@ -1,7 +1,7 @@
 //! The fake scheduler: filters, scoring, unschedulable conditions, priority and preemption.
 
 use k8s_openapi::api::core::v1::{Pod, Taint};
-use simulator::testing::{node, with_taint};
+use simulator::testing::{node, with_node_labels, with_taint};
 
 use super::*;
 use crate::core::classify::is_unschedulable;
@@ -389,4 +389,79 @@ fn pods_alike_that_fit_nowhere_get_the_reasons_of_the_nodes_as_they_are_when_eac
     // answered with big-1's reasons.
     assert_eq!(message("big-2"), "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu.");
     assert_eq!(message("big-3"), message("big-2"));
+}
+
+/// Pods of one kind placed one after another, with nodes removed, added and replaced between
+/// them: each goes where a full search would put it (debug builds also compare every pick with
+/// one), never onto a node gone.
+#[test]
+fn pods_of_a_kind_follow_nodes_removed_added_and_replaced_between_them() {
+    let mut c = cluster();
+    c.apply(node("n1", "4", "8Gi")).unwrap();
+    c.apply(node("n2", "8", "8Gi")).unwrap();
+    let a = |name: &str, at: i64| created_at(labelled(pending_pod(name, "1", "100Mi"), "a"), at);
+    c.apply(a("a-1", 1)).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "a-1").as_deref(), Some("n2"), "the most free share");
+    c.delete(ObjectKind::Node, &ObjectKey::cluster("n2"));
+    c.apply(a("a-2", 2)).unwrap();
+    c.advance(t(2));
+    assert_eq!(node_of(&c, "default", "a-2").as_deref(), Some("n1"), "not the node gone");
+    c.apply(node("n3", "16", "8Gi")).unwrap();
+    c.apply(a("a-3", 3)).unwrap();
+    c.advance(t(3));
+    assert_eq!(node_of(&c, "default", "a-3").as_deref(), Some("n3"), "the node added");
+    // n3 replaced by a cordoned n3: out of the choice.
+    let mut cordoned = node("n3", "16", "8Gi");
+    cordoned.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
+    c.apply(cordoned).unwrap();
+    c.apply(a("a-4", 4)).unwrap();
+    c.advance(t(4));
+    assert_eq!(node_of(&c, "default", "a-4").as_deref(), Some("n1"));
+    // Nothing fits: the message counts the live nodes only.
+    c.apply(created_at(labelled(pending_pod("a-big", "1", "100Mi"), "a"), 5)).unwrap();
+    c.apply(created_at(labelled(pending_pod("a-huge", "64", "100Mi"), "a"), 6)).unwrap();
+    c.advance(t(5));
+    assert_eq!(node_of(&c, "default", "a-big").as_deref(), Some("n1"));
+    assert_eq!(
+        scheduled_condition(&c, "default", "a-huge").unwrap().2,
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable."
+    );
+}
+
+/// A kind asked again after more node changes than are kept in order (thousands of pods of
+/// another kind placed on one node, a node removed after) reads every node: the node it chose
+/// last, filled since, is not chosen again from a stale answer.
+#[test]
+fn a_kind_asked_after_more_changes_than_are_kept_reads_every_node() {
+    let mut c = cluster();
+    for (name, cpu) in [("n1", "64"), ("n2", "48"), ("n3", "128")] {
+        c.apply(node(name, cpu, "64Gi")).unwrap();
+    }
+    let a = |name: &str, at: i64| created_at(labelled(pending_pod(name, "4", "100Mi"), "a"), at);
+    c.apply(a("a-1", 0)).unwrap();
+    c.advance(t(1));
+    assert_eq!(node_of(&c, "default", "a-1").as_deref(), Some("n3"), "the emptiest");
+    // n3 filled by 100 cpus of pods pinned to it by its hostname; 5,000 more pods placed on
+    // 50 nodes of their own: a change each.
+    let pinned = |mut pod: Pod, key: &str, value: &str| {
+        pod.spec.as_mut().unwrap().node_selector = Some([(key.to_string(), value.to_string())].into());
+        pod
+    };
+    for i in 0..50 {
+        c.apply(with_node_labels(node(&format!("m{i}"), "16", "64Gi"), &[("pool", "b")])).unwrap();
+    }
+    for i in 0..100 {
+        c.apply(pinned(pending_pod(&format!("c-{i}"), "1", "1Mi"), "kubernetes.io/hostname", "n3")).unwrap();
+    }
+    for i in 0..5000 {
+        c.apply(pinned(labelled(pending_pod(&format!("b-{i}"), "10m", "1Mi"), "b"), "pool", "b")).unwrap();
+    }
+    c.advance(t(2));
+    let placed = |prefix: &str| pod_names(&c, prefix).iter().filter(|p| node_of(&c, "default", p).is_some()).count();
+    assert_eq!((placed("c-"), placed("b-")), (100, 5000));
+    c.delete(ObjectKind::Node, &ObjectKey::cluster("n1"));
+    c.apply(a("a-2", 3)).unwrap();
+    c.advance(t(3));
+    assert_eq!(node_of(&c, "default", "a-2").as_deref(), Some("n2"), "n3 is now the fullest");
 }
