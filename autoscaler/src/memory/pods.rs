@@ -118,12 +118,13 @@ fn condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a PodCondition> {
 
 /// Condition `Ready=True`.
 pub(super) fn is_ready(pod: &Pod) -> bool {
-    condition(pod, "Ready").is_some_and(|c| c.status == "True")
+    ready_condition(pod).is_some()
 }
 
-/// When the pod last became Ready.
-pub(super) fn ready_since(pod: &Pod) -> Option<Timestamp> {
-    condition(pod, "Ready").filter(|c| c.status == "True").and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+/// The pod's `Ready` condition when it is `True` (its transition time: when it last became
+/// Ready).
+pub(super) fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    condition(pod, "Ready").filter(|c| c.status == "True")
 }
 
 pub(super) fn controller_of(pod: &Pod) -> Option<&OwnerReference> {

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::jiff::Timestamp;
 
 use super::cluster::{MemoryCluster, Workload};
-use super::pods::{bound_node, creation, is_ready, phase, ready_since};
+use super::pods::{bound_node, creation, phase, ready_condition};
 use super::store::ObjectKey;
 
 /// Enough rounds for a Deployment → ReplicaSet → pods → ReplicaSet status → Deployment status
@@ -46,11 +46,13 @@ pub(super) fn first_to_remove(pods: &[Arc<Pod>], count: usize) -> Vec<Arc<Pod>> 
             "Running" => 2,
             _ => 1,
         };
+        // The Ready condition found once: every pod of the owner is ranked.
+        let ready = ready_condition(p);
         (
             bound_node(p).is_some(),
             phase_rank,
-            is_ready(p),
-            Reverse(ready_since(p)),
+            ready.is_some(),
+            Reverse(ready.and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)),
             Reverse(creation(&p.metadata)),
             p.metadata.name.as_deref().unwrap_or(""),
         )
