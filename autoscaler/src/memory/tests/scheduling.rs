@@ -429,9 +429,9 @@ fn pods_of_a_kind_follow_nodes_removed_added_and_replaced_between_them() {
     );
 }
 
-/// A kind asked again after more node changes than are kept in order (thousands of pods of
-/// another kind placed on one node, a node removed after) reads every node: the node it chose
-/// last, filled since, is not chosen again from a stale answer.
+/// A kind asked again after more node changes than are kept in order (5,000 pods of another
+/// kind placed on nodes of their own, the node it chose last filled, a node removed after) reads
+/// every node: the node filled since is not chosen again from a stale answer.
 #[test]
 fn a_kind_asked_after_more_changes_than_are_kept_reads_every_node() {
     let mut c = cluster();
