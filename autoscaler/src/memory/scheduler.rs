@@ -288,13 +288,7 @@ impl Choice {
         if self.unfits.keys().any(|u| matches!(u, simulator::Unfit::PodVolumes(_))) {
             return None;
         }
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        for (unfit, count) in &self.unfits {
-            for reason in unfit.reasons() {
-                *reasons.entry(reason).or_insert(0) += count;
-            }
-        }
-        Some(Err(unschedulable_message(nodes, &reasons, None)))
+        Some(Err(unschedulable_message(nodes, self.unfits.iter().map(|(u, &count)| (u, count)), None)))
     }
 }
 
@@ -446,13 +440,8 @@ fn choose(snapshot: &ClusterSnapshot, answers: &Answers) -> Result<String, Strin
             Err(unfit) => unfits.add(unfit),
         }
     }
-    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    for (unfit, count) in unfits.few.into_iter().chain(unfits.many) {
-        for reason in unfit.reasons() {
-            *reasons.entry(reason).or_insert(0) += count;
-        }
-    }
-    best.map(|(_, _, name)| name.to_string()).ok_or_else(|| unschedulable_message(total, &reasons, pre_filter))
+    best.map(|(_, _, name)| name.to_string())
+        .ok_or_else(|| unschedulable_message(total, unfits.few.into_iter().chain(unfits.many), pre_filter))
 }
 
 /// kube-scheduler's LeastAllocated score of a node with the pod placed on it.
@@ -498,12 +487,24 @@ impl<'a> UnfitCounts<'a> {
     }
 }
 
-fn unschedulable_message(total: usize, reasons: &BTreeMap<String, usize>, pre_filter: Option<&str>) -> String {
+/// kube-scheduler's message for `total` nodes none of which fits, from how many nodes fail for
+/// each reason (`Insufficient` counted once per resource short).
+fn unschedulable_message<'u>(
+    total: usize,
+    unfits: impl IntoIterator<Item = (&'u simulator::Unfit, usize)>,
+    pre_filter: Option<&str>,
+) -> String {
     if total == 0 {
         return "no nodes available to schedule pods".to_string();
     }
     if let Some(message) = pre_filter {
         return format!("0/{total} nodes are available: {message}.");
+    }
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for (unfit, count) in unfits {
+        for reason in unfit.reasons() {
+            *reasons.entry(reason).or_insert(0) += count;
+        }
     }
     let mut parts: Vec<String> = reasons.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
     parts.sort();

@@ -162,13 +162,10 @@ impl MemoryCloudProvider {
     }
 
     fn group_for_node(&self, node: &Node) -> Option<Arc<dyn NodeGroup>> {
-        self.group_index_for_node(node).map(|index| self.groups[index].clone() as Arc<dyn NodeGroup>)
-    }
-
-    fn group_index_for_node(&self, node: &Node) -> Option<usize> {
         let rest = provider_id(node)?.strip_prefix(PROVIDER_ID_SCHEME)?;
         let (group, _) = rest.split_once('/')?;
-        self.inner.group_index(group)
+        let index = self.inner.group_index(group)?;
+        Some(self.groups[index].clone() as Arc<dyn NodeGroup>)
     }
 }
 

@@ -61,12 +61,9 @@ impl StaticCloudProvider {
     }
 
     fn group_of(&self, node: &Node) -> Option<Arc<dyn NodeGroup>> {
-        self.group_index(node).map(|index| self.groups[index].clone() as Arc<dyn NodeGroup>)
-    }
-
-    fn group_index(&self, node: &Node) -> Option<usize> {
         let known = self.shared.state().group_of_instance(&instance_id_for_node(node));
-        known.or_else(|| group_index_for_node(&self.shared.config.node_groups, node))
+        let index = known.or_else(|| group_index_for_node(&self.shared.config.node_groups, node))?;
+        Some(self.groups[index].clone() as Arc<dyn NodeGroup>)
     }
 }
 
