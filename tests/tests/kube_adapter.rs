@@ -101,8 +101,8 @@ fn names<T: k8s_openapi::Metadata<Ty = ObjectMeta>>(objects: &[std::sync::Arc<T>
     names
 }
 
-fn pod_names(pods: &[std::sync::Arc<simulator::PodInfo>]) -> Vec<String> {
-    let mut names: Vec<String> = pods.iter().map(|p| p.name().to_string()).collect();
+fn pod_names<'p>(pods: impl IntoIterator<Item = &'p std::sync::Arc<simulator::PodInfo>>) -> Vec<String> {
+    let mut names: Vec<String> = pods.into_iter().map(|p| p.name().to_string()).collect();
     names.sort();
     names
 }

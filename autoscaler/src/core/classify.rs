@@ -240,7 +240,7 @@ fn sort(view: &ClusterView, mut sorter: Sorter, options: SortingOptions) -> Kept
 /// The scheduled pods of each of `slots` node slots the filter takes, in the list's order
 /// (the slots it does not take are left empty).
 fn node_lists(
-    pods: &[Arc<PodInfo>],
+    pods: &SharedList<PodInfo>,
     sorted: &[Sorted],
     slots: usize,
     take: impl Fn(usize) -> bool,
@@ -258,56 +258,52 @@ fn node_lists(
 
 /// The kept sorting brought to the view's list: pods that are the kept objects keep their
 /// place, the others are sorted; the node lists holding a pod that came, went or changed are
-/// made again. `Err` (with the sorter back) when most of the list changed: sorting it afresh
-/// is cheaper than comparing.
+/// made again. The lists share the runs in which no pod changed (`SharedList`): a run of the
+/// view's list that is a run of the kept one (by address) keeps its sorting unread, and the
+/// pods between two such runs are compared one by one. `Err` (with the sorter back) when most
+/// of the list changed: sorting it afresh is cheaper than comparing.
 fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<(Kept, usize), Sorter<'a>> {
     let (old, new) = (&kept.pods, &view.pods);
-    let limit = new.len() / 2 + 64;
-    let mut sorted = Vec::with_capacity(new.len());
-    let mut changed_slots = vec![false; kept.scheduled.len()];
-    let mut mark = |s: &Sorted| {
-        if let Class::Scheduled(slot) = s.class {
-            changed_slots[slot] = true;
-        }
+    let mut walk = Walk {
+        sorted: Vec::with_capacity(new.len()),
+        changed_slots: vec![false; kept.scheduled.len()],
+        read: 0,
+        limit: new.len() / 2 + 64,
     };
-    let (mut i, mut read) = (0, 0);
-    for (j, pod) in new.iter().enumerate() {
-        // Kept pods before this one that are not it went away (or this one replaces the last
-        // of them); or this one is new. Pointers first (one pod removed or added), then keys.
-        while let Some(previous) = old.get(i)
-            && !Arc::ptr_eq(previous, pod)
-        {
-            let previous_gone = old.get(i + 1).is_some_and(|next| Arc::ptr_eq(next, pod));
-            let pod_is_new = new.get(j + 1).is_some_and(|next| Arc::ptr_eq(next, previous));
-            if !previous_gone && (pod_is_new || key(previous) > key(pod)) {
-                break;
-            }
-            mark(&kept.sorted[i]);
-            i += 1;
-            if !previous_gone && key(previous) == key(pod) {
-                // Replaced by this one.
-                break;
-            }
-        }
-        match old.get(i) {
-            Some(previous) if Arc::ptr_eq(previous, pod) => {
-                sorted.push(kept.sorted[i]);
-                i += 1;
-            }
-            _ => {
-                read += 1;
-                if read > limit {
+    let mut old_starts = Vec::with_capacity(old.runs().len() + 1);
+    let mut start = 0;
+    for run in old.runs() {
+        old_starts.push(start);
+        start += run.len();
+    }
+    old_starts.push(start);
+    let old_runs: FxHashMap<*const Vec<Arc<PodInfo>>, usize> =
+        old.runs().iter().enumerate().map(|(at, run)| (Arc::as_ptr(run), at)).collect();
+    // The old runs not matched yet start at `next_old`; the view's pods since the last match.
+    let mut next_old = 0;
+    let mut between: Vec<&Arc<PodInfo>> = Vec::new();
+    let mut compare = |walk: &mut Walk, old_runs: std::ops::Range<usize>, between: &[&Arc<PodInfo>]| {
+        let old_pods: Vec<&Arc<PodInfo>> = old.runs()[old_runs.clone()].iter().flat_map(|run| run.iter()).collect();
+        let old_sorted = &kept.sorted[old_starts[old_runs.start]..old_starts[old_runs.end]];
+        walk.compare(&old_pods, old_sorted, between, &mut sorter)
+    };
+    for run in new.runs() {
+        match old_runs.get(&Arc::as_ptr(run)) {
+            Some(&at) if at >= next_old => {
+                if compare(&mut walk, next_old..at, &between).is_err() {
                     return Err(sorter);
                 }
-                let s = sorter.sort(pod);
-                mark(&s);
-                sorted.push(s);
+                walk.sorted.extend_from_slice(&kept.sorted[old_starts[at]..old_starts[at + 1]]);
+                next_old = at + 1;
+                between.clear();
             }
+            _ => between.extend(run.iter()),
         }
     }
-    for s in kept.sorted.get(i..).unwrap_or_default() {
-        mark(s);
+    if compare(&mut walk, next_old..old.runs().len(), &between).is_err() {
+        return Err(sorter);
     }
+    let Walk { sorted, changed_slots, read, .. } = walk;
     let mut scheduled = kept.scheduled;
     if changed_slots.iter().any(|c| *c) {
         let lists = node_lists(new, &sorted, changed_slots.len(), |slot| changed_slots[slot]);
@@ -318,6 +314,73 @@ fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<
         }
     }
     Ok((finish(view, kept.node_names, kept.options, sorted, scheduled), read))
+}
+
+/// The new sorting as `update` makes it, with the node slots whose pods changed.
+struct Walk {
+    sorted: Vec<Sorted>,
+    changed_slots: Vec<bool>,
+    /// Pods read (sorted again) so far, and how many before sorting afresh is cheaper.
+    read: usize,
+    limit: usize,
+}
+
+impl Walk {
+    fn mark(&mut self, s: &Sorted) {
+        if let Class::Scheduled(slot) = s.class {
+            self.changed_slots[slot] = true;
+        }
+    }
+
+    /// One stretch of the view's list (`new`) against the kept pods it replaces (`old`, sorted
+    /// as `old_sorted`): walked side by side; where they part, pointers first (one pod
+    /// removed or added), then keys tell an update from a pod removed or added. `Err` past
+    /// the read limit.
+    fn compare(
+        &mut self,
+        old: &[&Arc<PodInfo>],
+        old_sorted: &[Sorted],
+        new: &[&Arc<PodInfo>],
+        sorter: &mut Sorter,
+    ) -> Result<(), ()> {
+        let same = |a: Option<&&Arc<PodInfo>>, b: &Arc<PodInfo>| a.is_some_and(|a| Arc::ptr_eq(a, b));
+        let mut i = 0;
+        for (j, pod) in new.iter().copied().enumerate() {
+            // Kept pods before this one that are not it went away (or this one replaces the
+            // last of them); or this one is new.
+            while let Some(previous) = old.get(i).copied()
+                && !Arc::ptr_eq(previous, pod)
+            {
+                let previous_gone = same(old.get(i + 1), pod);
+                let pod_is_new = same(new.get(j + 1), previous);
+                if !previous_gone && (pod_is_new || key(previous) > key(pod)) {
+                    break;
+                }
+                self.mark(&old_sorted[i]);
+                i += 1;
+                if !previous_gone && key(previous) == key(pod) {
+                    // Replaced by this one.
+                    break;
+                }
+            }
+            if same(old.get(i), pod) {
+                self.sorted.push(old_sorted[i]);
+                i += 1;
+            } else {
+                self.read += 1;
+                if self.read > self.limit {
+                    return Err(());
+                }
+                let s = sorter.sort(pod);
+                self.mark(&s);
+                self.sorted.push(s);
+            }
+        }
+        for s in old_sorted.get(i..).unwrap_or_default() {
+            self.mark(s);
+        }
+        Ok(())
+    }
 }
 
 /// The kept sorting, of the kept list still, brought to the view's nodes: a pod on (or

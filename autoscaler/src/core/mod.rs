@@ -16,6 +16,7 @@ pub mod plan;
 pub mod readiness;
 pub mod scale_down;
 pub mod scale_up;
+pub mod shared_list;
 pub mod templates;
 pub mod view;
 

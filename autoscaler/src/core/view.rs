@@ -2,7 +2,6 @@
 //! The `kube` adapter fills it from reflector stores, `memory` from the in-memory cluster, and
 //! `plan` from a `kubectl` dump.
 
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -15,6 +14,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use simulator::PodInfo;
 use simulator::volumes::VolumeIndex;
+
+pub use super::shared_list::SharedList;
 
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
@@ -78,68 +79,5 @@ impl ClusterView {
             .and_then(|c| c.data.as_ref())
             .and_then(|d| d.get(expander::priority::PRIORITY_CONFIG_MAP_KEY))
             .map(String::as_str)
-    }
-}
-
-/// A list of objects that views share: a source hands out its cached list, and a view (or a
-/// copy of one) costs one pointer, however many objects it holds. Reading a list is reading a
-/// `Vec`; a caller that edits its view's list gets its own copy first (copy-on-write), so no
-/// other view changes.
-#[derive(Debug)]
-pub struct SharedList<T>(Arc<Vec<Arc<T>>>);
-
-impl<T> SharedList<T> {
-    /// Whether both are the very same list (not only equal ones): nothing in it changed. A
-    /// holder that edits a list shared with another gets its own copy first, so a list kept
-    /// for comparison (the kept sorting of the pods) never changes under its keeper.
-    pub fn same_list(&self, other: &SharedList<T>) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl<T> Clone for SharedList<T> {
-    fn clone(&self) -> Self {
-        SharedList(Arc::clone(&self.0))
-    }
-}
-
-impl<T> Default for SharedList<T> {
-    fn default() -> Self {
-        SharedList(Arc::new(Vec::new()))
-    }
-}
-
-impl<T> Deref for SharedList<T> {
-    type Target = Vec<Arc<T>>;
-
-    fn deref(&self) -> &Vec<Arc<T>> {
-        &self.0
-    }
-}
-
-impl<T> DerefMut for SharedList<T> {
-    fn deref_mut(&mut self) -> &mut Vec<Arc<T>> {
-        Arc::make_mut(&mut self.0)
-    }
-}
-
-impl<T> From<Vec<Arc<T>>> for SharedList<T> {
-    fn from(list: Vec<Arc<T>>) -> Self {
-        SharedList(Arc::new(list))
-    }
-}
-
-impl<T> FromIterator<Arc<T>> for SharedList<T> {
-    fn from_iter<I: IntoIterator<Item = Arc<T>>>(items: I) -> Self {
-        SharedList(Arc::new(items.into_iter().collect()))
-    }
-}
-
-impl<'a, T> IntoIterator for &'a SharedList<T> {
-    type Item = &'a Arc<T>;
-    type IntoIter = std::slice::Iter<'a, Arc<T>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rustc_hash::FxHashMap;
 
-use crate::core::view::SharedList;
+use crate::core::shared_list::{RUN_LENGTH, SharedList, cut_run};
 
 /// Namespace and name of an object; cluster-scoped objects (Nodes, Namespaces) have namespace `""`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -160,26 +160,61 @@ impl<T> Kind<T> {
         list
     }
 
-    /// `cached` with the objects of the `changed` keys put in, replaced or taken out, each
-    /// found by a binary search on `key_of`; `None` when the result does not count as many
-    /// objects as the map (an object whose key is not its map key), and the map is walked.
-    fn merged(&self, cached: &[Arc<T>], changed: &BTreeSet<ObjectKey>, key_of: KeyOf<T>) -> Option<SharedList<T>> {
-        let mut list = Vec::with_capacity(self.map.len());
+    /// `cached` with the objects of the `changed` keys put in, replaced or taken out: the runs
+    /// no changed key falls in are shared, the others made again, each change found by a
+    /// binary search on `key_of`. A key falls in the run before the first run whose first
+    /// object comes after it. `None` when the result does not count as many objects as the
+    /// map (an object whose key is not its map key), and the map is walked.
+    fn merged(&self, cached: &SharedList<T>, changed: &BTreeSet<ObjectKey>, key_of: KeyOf<T>) -> Option<SharedList<T>> {
+        let runs = cached.runs();
+        let mut merged_runs = Vec::with_capacity(runs.len() + changed.len() / RUN_LENGTH + 1);
+        let mut keys = changed.iter().peekable();
+        for (at, run) in runs.iter().enumerate() {
+            let next_first = runs.get(at + 1).and_then(|next| next.first()).map(|o| key_of(o));
+            let mut in_run = Vec::new();
+            while let Some(key) =
+                keys.next_if(|k| next_first.is_none_or(|f| (k.namespace.as_str(), k.name.as_str()) < f))
+            {
+                in_run.push(key);
+            }
+            if in_run.is_empty() {
+                merged_runs.push(run.clone());
+            } else {
+                cut_run(self.merged_run(run, &in_run, key_of), &mut merged_runs);
+            }
+        }
+        if runs.is_empty() {
+            // Nothing cached to merge into: every changed key is new.
+            let all: Vec<&ObjectKey> = keys.collect();
+            cut_run(self.merged_run(&[], &all, key_of), &mut merged_runs);
+        }
+        let mut list = SharedList::from_runs(merged_runs);
+        if list.runs().len() > 2 * (list.len() / RUN_LENGTH) + 16 {
+            // Runs left short by removals, never joined: cut the list anew (rare, one copy).
+            list = SharedList::from(list.to_vec());
+        }
+        (list.len() == self.map.len()).then_some(list)
+    }
+
+    /// One run with the objects of `changed` (in key order, all falling in it) put in,
+    /// replaced or taken out.
+    fn merged_run(&self, run: &[Arc<T>], changed: &[&ObjectKey], key_of: KeyOf<T>) -> Vec<Arc<T>> {
+        let mut merged = Vec::with_capacity(run.len() + changed.len());
         let mut from = 0;
         for key in changed {
             let wanted = (key.namespace.as_str(), key.name.as_str());
-            let at = from + cached[from..].partition_point(|o| key_of(o) < wanted);
-            list.extend_from_slice(&cached[from..at]);
+            let at = from + run[from..].partition_point(|o| key_of(o) < wanted);
+            merged.extend_from_slice(&run[from..at]);
             from = at;
-            if cached.get(at).is_some_and(|o| key_of(o) == wanted) {
+            if run.get(at).is_some_and(|o| key_of(o) == wanted) {
                 from += 1;
             }
-            if let Some(object) = self.by_key.get(key) {
-                list.push(object.clone());
+            if let Some(object) = self.by_key.get(*key) {
+                merged.push(object.clone());
             }
         }
-        list.extend_from_slice(&cached[from..]);
-        (list.len() == self.map.len()).then(|| list.into())
+        merged.extend_from_slice(&run[from..]);
+        merged
     }
 }
 
@@ -200,32 +235,34 @@ mod tests {
 
     #[derive(Clone, Debug)]
     enum Edit {
-        Put(u8, u8),
-        Remove(u8, u8),
+        Put(u8, u16),
+        Remove(u8, u16),
         List,
     }
 
     fn edit() -> impl proptest::strategy::Strategy<Value = Edit> {
         use proptest::prelude::*;
         prop_oneof![
-            4 => (0u8..4, 0u8..60).prop_map(|(ns, n)| Edit::Put(ns, n)),
-            2 => (0u8..4, 0u8..60).prop_map(|(ns, n)| Edit::Remove(ns, n)),
+            4 => (0u8..4, 0u16..200).prop_map(|(ns, n)| Edit::Put(ns, n)),
+            2 => (0u8..4, 0u16..200).prop_map(|(ns, n)| Edit::Remove(ns, n)),
             1 => Just(Edit::List),
         ]
     }
 
-    /// Namespaces whose order differs between `(namespace, name)` and `namespace/name`.
-    fn key(ns: u8, n: u8) -> ObjectKey {
+    /// Namespaces whose order differs between `(namespace, name)` and `namespace/name` (up to
+    /// 800 keys: many runs, as unit tests cut lists into runs of a few objects).
+    fn key(ns: u8, n: u16) -> ObjectKey {
         ObjectKey::new(["", "a", "a-b", "b"][usize::from(ns % 4)], format!("n{n}"))
     }
 
     proptest::proptest! {
         /// Through any puts, replacements and removals, the list brought up to date from the
-        /// changed keys holds the very objects of a walk of the map, in key order.
+        /// changed keys holds the very objects of a walk of the map, in key order, and shares
+        /// with the last list every run no changed key fell in.
         #[test]
         fn a_list_brought_up_to_date_is_the_map_in_key_order(
-            initial in proptest::collection::vec((0u8..4, 0u8..60), 0..200),
-            edits in proptest::collection::vec(edit(), 0..200),
+            initial in proptest::collection::vec((0u8..4, 0u16..200), 0..400),
+            edits in proptest::collection::vec(edit(), 0..300),
         ) {
             let mut kind = Kind::keyed_by(key_of);
             let mut expected: BTreeMap<ObjectKey, Arc<Object>> = BTreeMap::new();
@@ -237,13 +274,18 @@ mod tests {
             for (ns, n) in initial {
                 put(&mut kind, &mut expected, key(ns, n));
             }
-            kind.shared();
+            let mut last = kind.shared();
+            let mut edited = 0;
             for e in edits.into_iter().chain([Edit::List]) {
                 match e {
-                    Edit::Put(ns, n) => put(&mut kind, &mut expected, key(ns, n)),
+                    Edit::Put(ns, n) => {
+                        put(&mut kind, &mut expected, key(ns, n));
+                        edited += 1;
+                    }
                     Edit::Remove(ns, n) => {
                         expected.remove(&key(ns, n));
                         kind.remove(&key(ns, n));
+                        edited += 1;
                     }
                     Edit::List => {
                         let list = kind.shared();
@@ -251,6 +293,15 @@ mod tests {
                         for (listed, wanted) in list.iter().zip(expected.values()) {
                             proptest::prop_assert!(Arc::ptr_eq(listed, wanted), "{listed:?} listed, {wanted:?} expected");
                         }
+                        // Each edit changes at most one run; a list made afresh (too many
+                        // edits, or runs re-cut) shares none.
+                        let shared = list.runs().iter().filter(|r| last.runs().iter().any(|l| Arc::ptr_eq(l, r))).count();
+                        proptest::prop_assert!(
+                            shared == 0 || shared >= last.runs().len().saturating_sub(edited),
+                            "{shared} of {} runs shared after {edited} edits", last.runs().len()
+                        );
+                        last = list;
+                        edited = 0;
                     }
                 }
             }

@@ -310,17 +310,20 @@ impl NamespacePods {
 }
 
 impl PodsByNamespace {
-    pub fn new(pods: &[Arc<PodInfo>]) -> PodsByNamespace {
+    pub fn new<'p>(pods: impl IntoIterator<Item = &'p Arc<PodInfo>>) -> PodsByNamespace {
         PodsByNamespace::gather(pods, |_| true)
     }
 
     /// The pods of the given namespaces only: what the pod autoscalers of those namespaces
     /// read, without indexing every pod of the cluster.
-    pub fn of_namespaces(pods: &[Arc<PodInfo>], namespaces: &HashSet<&str>) -> PodsByNamespace {
+    pub fn of_namespaces<'p>(
+        pods: impl IntoIterator<Item = &'p Arc<PodInfo>>,
+        namespaces: &HashSet<&str>,
+    ) -> PodsByNamespace {
         PodsByNamespace::gather(pods, |namespace| namespaces.contains(namespace))
     }
 
-    fn gather(pods: &[Arc<PodInfo>], wanted: impl Fn(&str) -> bool) -> PodsByNamespace {
+    fn gather<'p>(pods: impl IntoIterator<Item = &'p Arc<PodInfo>>, wanted: impl Fn(&str) -> bool) -> PodsByNamespace {
         let mut by_namespace: HashMap<String, NamespacePods> = HashMap::new();
         // Lists come sorted by namespace from most sources: one lookup per run of a namespace.
         let mut last: Option<(&str, bool)> = None;
