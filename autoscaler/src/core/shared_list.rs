@@ -184,8 +184,17 @@ pub fn cut_run<T>(run: Vec<Arc<T>>, into: &mut Vec<Run<T>>) {
     if run.len() <= LONGEST_RUN {
         into.push(Arc::new(run));
     } else {
-        into.extend(run.chunks(RUN_LENGTH).map(|piece| Arc::new(piece.to_vec())));
+        into.extend(runs_of(run));
     }
+}
+
+/// The objects moved into runs of `RUN_LENGTH` (no count of theirs touched).
+fn runs_of<T>(objects: impl IntoIterator<Item = Arc<T>>) -> impl Iterator<Item = Run<T>> {
+    let mut objects = objects.into_iter().peekable();
+    std::iter::from_fn(move || {
+        objects.peek()?;
+        Some(Arc::new(objects.by_ref().take(RUN_LENGTH).collect()))
+    })
 }
 
 impl<T> Clone for SharedList<T> {
@@ -227,13 +236,13 @@ impl<T> IndexMut<usize> for SharedList<T> {
 
 impl<T> From<Vec<Arc<T>>> for SharedList<T> {
     fn from(all: Vec<Arc<T>>) -> Self {
-        SharedList::from_runs(all.chunks(RUN_LENGTH).map(|piece| Arc::new(piece.to_vec())).collect())
+        all.into_iter().collect()
     }
 }
 
 impl<T> FromIterator<Arc<T>> for SharedList<T> {
     fn from_iter<I: IntoIterator<Item = Arc<T>>>(items: I) -> Self {
-        SharedList::from(items.into_iter().collect::<Vec<_>>())
+        SharedList::from_runs(runs_of(items).collect())
     }
 }
 
