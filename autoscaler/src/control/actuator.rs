@@ -15,7 +15,7 @@
 //! there); the node is kept out of scale-down until its Node object goes. Any failure removes
 //! the taint again.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -246,6 +246,9 @@ impl Actuator {
         now: Timestamp,
     ) -> ActuationReport {
         let mut report = ActuationReport::default();
+        if self.in_flight.is_empty() && self.untaint_pending.is_empty() {
+            return report;
+        }
         let nodes: BTreeMap<&str, &Arc<Node>> =
             view.nodes.iter().filter_map(|n| n.metadata.name.as_deref().map(|name| (name, n))).collect();
         for node in std::mem::take(&mut self.untaint_pending) {
@@ -255,9 +258,25 @@ impl Actuator {
             }
         }
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
-        // The view's pods by node, built the first time a node's pods are needed.
+        // The pods of the nodes in flight, found in one walk over the view's pods the first time
+        // a node's pods are needed.
         let mut pods_by_node: Option<HashMap<&str, Vec<&Arc<PodInfo>>>> = None;
-        for name in names {
+        let in_flight: HashSet<&str> = names.iter().map(String::as_str).collect();
+        let mut pods_on = |name: &str| -> Vec<&Arc<PodInfo>> {
+            let by_node = pods_by_node.get_or_insert_with(|| {
+                let mut by_node: HashMap<&str, Vec<&Arc<PodInfo>>> = HashMap::new();
+                for p in &view.pods {
+                    if let Some(node) = p.node_name()
+                        && in_flight.contains(node)
+                    {
+                        by_node.entry(node).or_default().push(p);
+                    }
+                }
+                by_node
+            });
+            by_node.get(name).cloned().unwrap_or_default()
+        };
+        for name in names.iter().cloned() {
             let Some(node) = nodes.get(name.as_str()) else {
                 // The node is gone: its deletion is complete.
                 if let Some(d) = self.in_flight.remove(&name) {
@@ -271,17 +290,8 @@ impl Actuator {
                 if now < later(since, options.node_delete_delay_after_taint) {
                     continue;
                 }
-                let pods_by_node = pods_by_node.get_or_insert_with(|| {
-                    let mut by_node: HashMap<&str, Vec<&Arc<PodInfo>>> = HashMap::new();
-                    for p in &view.pods {
-                        if let Some(node) = p.node_name() {
-                            by_node.entry(node).or_default().push(p);
-                        }
-                    }
-                    by_node
-                });
-                let pods = pods_by_node.get(name.as_str()).map_or(&[][..], Vec::as_slice);
-                phase = match self.pods_to_evict(view, node, pods, &deletion, options, now) {
+                let pods = pods_on(&name);
+                phase = match self.pods_to_evict(view, node, &pods, &deletion, options, now) {
                     Ok(pods) if deletion.drain => {
                         Phase::Draining { first_attempt: now, remaining: pods, evicted: Vec::new() }
                     }
@@ -342,12 +352,7 @@ impl Actuator {
                 };
             }
             if let Phase::WaitingForPods { since, timeout, ref pods } = phase {
-                let on_node: Vec<String> = view
-                    .pods
-                    .iter()
-                    .filter(|p| p.node_name() == Some(name.as_str()))
-                    .map(|p| p.key.to_string())
-                    .collect();
+                let on_node: Vec<String> = pods_on(&name).iter().map(|p| p.key.to_string()).collect();
                 if !pods.iter().any(|k| on_node.contains(k)) {
                     phase = Phase::Deleting { since: now };
                 } else if now > later(since, timeout) {
