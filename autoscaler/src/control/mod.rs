@@ -453,7 +453,7 @@ impl Autoscaler {
         }
         if fixed {
             report.stopped = Some(StopReason::FixedNodeGroupSizes);
-            return self.finish(report, None, &update.state, &cloud, now).await;
+            return self.finish(report, None, update.state, &cloud, now).await;
         }
         if !update.state.healthy {
             self.memory.unneeded_since.clear();
@@ -470,7 +470,7 @@ impl Autoscaler {
                     self.options.max_total_unready_percentage
                 ),
             });
-            return self.finish(report, None, &update.state, &cloud, now).await;
+            return self.finish(report, None, update.state, &cloud, now).await;
         }
 
         self.memory.deleting = self.deleting_nodes();
@@ -519,7 +519,7 @@ impl Autoscaler {
             self.actuator.progress(&view, &groups, self.actions.as_ref(), &mut self.registry, &self.options, now).await;
         self.absorb(progress, now, &mut report);
         report.timings.scale_down = laps.lap();
-        let mut report = self.finish(report, Some(plan), &update.state, &cloud, now).await?;
+        let mut report = self.finish(report, Some(plan), update.state, &cloud, now).await?;
         report.timings.status = laps.lap();
         Ok(report)
     }
@@ -847,14 +847,14 @@ impl Autoscaler {
         &mut self,
         mut report: LoopReport,
         plan: Option<Plan>,
-        state: &crate::core::ClusterState,
+        state: crate::core::ClusterState,
         cloud: &CloudState,
         now: Timestamp,
     ) -> Result<LoopReport, LoopError> {
         if self.options.write_status_configmap {
             let deleting: BTreeMap<String, usize> =
                 state.groups.iter().map(|(k, g)| (k.clone(), g.deletions_in_progress)).collect();
-            let yaml = self.status.render(plan.as_ref(), state, cloud, &deleting, now);
+            let yaml = self.status.render(plan.as_ref(), &state, cloud, &deleting, now);
             // Status and events are best effort: a failed write is retried next loop.
             let _ = self
                 .actions
@@ -865,7 +865,7 @@ impl Autoscaler {
             let _ = self.actions.record_event(event.clone()).await;
         }
         report.plan = plan;
-        report.cluster_state = Some(state.clone());
+        report.cluster_state = Some(state);
         Ok(report)
     }
 }
