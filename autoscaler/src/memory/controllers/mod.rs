@@ -37,7 +37,7 @@ pub(super) fn controller_ref(api_version: &str, kind: &str, meta: &ObjectMeta) -
 /// (`ActivePodsWithRanks`): unbound before bound, Pending before Running, not Ready before
 /// Ready, Ready for less time before longer, newer before older; then by name, for
 /// determinism. Only the pods removed are put in order: a ramp removes a few of hundreds.
-pub(super) fn first_to_remove(pods: &[Arc<Pod>], count: usize) -> Vec<Arc<Pod>> {
+pub(super) fn first_to_remove<'p>(pods: impl IntoIterator<Item = &'p Arc<Pod>>, count: usize) -> Vec<Arc<Pod>> {
     /// Bound, phase, Ready, Ready since (latest first), created (newest first), name.
     type Rank<'p> = (bool, u8, bool, Reverse<Option<Timestamp>>, Reverse<Option<Timestamp>>, &'p str);
     fn rank(p: &Pod) -> Rank<'_> {
@@ -57,11 +57,11 @@ pub(super) fn first_to_remove(pods: &[Arc<Pod>], count: usize) -> Vec<Arc<Pod>> 
             p.metadata.name.as_deref().unwrap_or(""),
         )
     }
-    let count = count.min(pods.len());
     if count == 0 {
         return Vec::new();
     }
-    let mut ranked: Vec<_> = pods.iter().map(|p| (rank(p), p)).collect();
+    let mut ranked: Vec<_> = pods.into_iter().map(|p| (rank(p), p)).collect();
+    let count = count.min(ranked.len());
     // Names are unique among a controller's pods: the ranks are distinct, unstable is exact.
     if count < ranked.len() {
         ranked.select_nth_unstable_by(count - 1, |a, b| a.0.cmp(&b.0));

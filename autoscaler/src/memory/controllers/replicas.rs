@@ -1,9 +1,9 @@
 //! Deployments (one ReplicaSet each) and ReplicaSets (keep `spec.replicas` pods).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{DeploymentStatus, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStatus, ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::super::cluster::{MemoryCluster, Workload};
@@ -32,6 +32,67 @@ fn template_hash(key: &ObjectKey) -> String {
         .collect()
 }
 
+/// The spec of a Deployment's ReplicaSet: its replicas, and its selector and pod template with
+/// the template-hash label added.
+fn replica_set_spec(spec: &DeploymentSpec, replicas: i32, hash: &str) -> ReplicaSetSpec {
+    let mut template = spec.template.clone();
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(POD_TEMPLATE_HASH_LABEL.to_string(), hash.to_string());
+    let mut selector = spec.selector.clone();
+    selector
+        .match_labels
+        .get_or_insert_with(Default::default)
+        .insert(POD_TEMPLATE_HASH_LABEL.to_string(), hash.to_string());
+    ReplicaSetSpec {
+        replicas: Some(replicas),
+        min_ready_seconds: spec.min_ready_seconds,
+        selector,
+        template: Some(template),
+    }
+}
+
+/// Whether a ReplicaSet's spec is `replica_set_spec` of the Deployment's, compared without
+/// copying the pod template: a Deployment syncs at every status change of its pods, and
+/// copying its template each time to compare was a fortieth of a simulated day.
+fn follows_deployment(rs: &ReplicaSetSpec, spec: &DeploymentSpec, replicas: i32, hash: &str) -> bool {
+    let Some(template) = rs.template.as_ref() else { return false };
+    rs.replicas == Some(replicas)
+        && rs.min_ready_seconds == spec.min_ready_seconds
+        && rs.selector.match_expressions == spec.selector.match_expressions
+        && labels_with_hash(rs.selector.match_labels.as_ref(), spec.selector.match_labels.as_ref(), hash)
+        && template.spec == spec.template.spec
+        && metadata_with_hash(template.metadata.as_ref(), spec.template.metadata.as_ref(), hash)
+}
+
+/// Whether `hashed` is `labels` (none: empty) with the template-hash label set to `hash`.
+fn labels_with_hash(
+    hashed: Option<&BTreeMap<String, String>>,
+    labels: Option<&BTreeMap<String, String>>,
+    hash: &str,
+) -> bool {
+    let Some(hashed) = hashed else { return false };
+    let expected_len = labels.map_or(1, |l| l.len() + usize::from(!l.contains_key(POD_TEMPLATE_HASH_LABEL)));
+    hashed.len() == expected_len
+        && hashed.iter().all(|(key, value)| match key.as_str() {
+            POD_TEMPLATE_HASH_LABEL => value == hash,
+            _ => labels.and_then(|l| l.get(key)) == Some(value),
+        })
+}
+
+/// Whether `hashed` is the template's metadata `meta` (none: empty) with the template-hash label
+/// added. Beside the labels, copies without labels are compared (metadata is small), so that no
+/// field of `ObjectMeta` is left out.
+fn metadata_with_hash(hashed: Option<&ObjectMeta>, meta: Option<&ObjectMeta>, hash: &str) -> bool {
+    let Some(hashed) = hashed else { return false };
+    let without_labels = |m: &ObjectMeta| ObjectMeta { labels: None, ..m.clone() };
+    labels_with_hash(hashed.labels.as_ref(), meta.and_then(|m| m.labels.as_ref()), hash)
+        && without_labels(hashed) == meta.map(without_labels).unwrap_or_default()
+}
+
 impl MemoryCluster {
     pub(in crate::memory) fn sync_deployment(&mut self, key: &ObjectKey) {
         let Some(deployment) = self.deployments.get(key).cloned() else { return };
@@ -40,23 +101,11 @@ impl MemoryCluster {
         let hash = template_hash(key);
         let rs_key = ObjectKey::new(&key.namespace, format!("{}-{hash}", key.name));
 
-        let mut template = spec.template.clone();
-        template
-            .metadata
-            .get_or_insert_with(Default::default)
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(POD_TEMPLATE_HASH_LABEL.to_string(), hash.clone());
-        let mut selector = spec.selector.clone();
-        selector.match_labels.get_or_insert_with(Default::default).insert(POD_TEMPLATE_HASH_LABEL.to_string(), hash);
-        let desired = ReplicaSetSpec {
-            replicas: Some(replicas),
-            min_ready_seconds: spec.min_ready_seconds,
-            selector,
-            template: Some(template.clone()),
-        };
+        let follows = |rs: &ReplicaSet| rs.spec.as_ref().is_some_and(|s| follows_deployment(s, spec, replicas, &hash));
         match self.replicasets.get(&rs_key).cloned() {
             None => {
+                let desired = replica_set_spec(spec, replicas, &hash);
+                let labels = desired.template.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.labels.clone());
                 let rs = ReplicaSet {
                     metadata: ObjectMeta {
                         name: Some(rs_key.name.clone()),
@@ -64,7 +113,7 @@ impl MemoryCluster {
                         uid: Some(self.new_uid()),
                         creation_timestamp: Some(Time(self.now())),
                         generation: Some(1),
-                        labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
+                        labels,
                         annotations: Some([("deployment.kubernetes.io/revision".to_string(), "1".to_string())].into()),
                         owner_references: Some(vec![controller_ref("apps/v1", "Deployment", &deployment.metadata)]),
                         ..Default::default()
@@ -75,9 +124,9 @@ impl MemoryCluster {
                 self.replicasets.insert(rs_key.clone(), Arc::new(rs));
                 self.mark_dirty(Workload::ReplicaSet(rs_key.clone()));
             }
-            Some(rs) if rs.spec.as_ref() != Some(&desired) => {
+            Some(rs) if !follows(&rs) => {
                 let mut rs = (*rs).clone();
-                rs.spec = Some(desired);
+                rs.spec = Some(replica_set_spec(spec, replicas, &hash));
                 rs.metadata.generation = Some(rs.metadata.generation.unwrap_or(1) + 1);
                 self.replicasets.insert(rs_key.clone(), Arc::new(rs));
                 self.mark_dirty(Workload::ReplicaSet(rs_key.clone()));
@@ -125,8 +174,10 @@ impl MemoryCluster {
                 self.create_pod(ObjectKey::new(&key.namespace, name), &template, owner.clone(), &[], &[], |_| {});
             }
         } else if count > desired {
-            let active: Vec<Arc<Pod>> = self.owned_pods(&uid).into_iter().filter(|p| is_active(p)).collect();
-            let removed = first_to_remove(&active, active.len() - desired);
+            // Ranked where they are stored: only the pods removed are copied out.
+            let active =
+                self.pods_by_owner.get(&uid).into_iter().flat_map(|pods| pods.values()).filter(|p| is_active(p));
+            let removed = first_to_remove(active, count - desired);
             self.terminate_pods(&removed);
         }
         // Counted again only when this sync created or removed pods.
@@ -153,6 +204,75 @@ impl MemoryCluster {
             {
                 self.mark_dirty(workload);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+        Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    fn deployment_spec(template_labels: Option<BTreeMap<String, String>>, image: &str) -> DeploymentSpec {
+        DeploymentSpec {
+            replicas: Some(3),
+            selector: LabelSelector { match_labels: labels(&[("app", "web")]), match_expressions: None },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: template_labels, ..Default::default() }),
+                spec: Some(PodSpec {
+                    containers: vec![Container { name: "c".into(), image: Some(image.into()), ..Default::default() }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }
+    }
+
+    /// The comparison without copies answers what comparing with a spec made afresh answers,
+    /// for specs that follow and specs that differ in each part.
+    #[test]
+    fn a_replica_set_follows_its_deployment_exactly_when_its_spec_is_the_one_made_afresh() {
+        let hash = "abc123";
+        let deployments = [
+            deployment_spec(labels(&[("app", "web")]), "nginx:1"),
+            deployment_spec(labels(&[("app", "web"), (POD_TEMPLATE_HASH_LABEL, "old")]), "nginx:1"),
+            deployment_spec(None, "nginx:1"),
+            DeploymentSpec { selector: LabelSelector::default(), ..deployment_spec(labels(&[]), "nginx:1") },
+        ];
+        for spec in &deployments {
+            let made = replica_set_spec(spec, 3, hash);
+            let mut variants = vec![made.clone()];
+            variants.push(ReplicaSetSpec { replicas: Some(4), ..made.clone() });
+            variants.push(ReplicaSetSpec { min_ready_seconds: Some(5), ..made.clone() });
+            variants.push(replica_set_spec(&deployment_spec(labels(&[("app", "web")]), "nginx:2"), 3, hash));
+            variants.push(replica_set_spec(spec, 3, "other"));
+            variants.push(ReplicaSetSpec { template: None, ..made.clone() });
+            let mut extra_label = made.clone();
+            extra_label.selector.match_labels.get_or_insert_with(Default::default).insert("x".into(), "y".into());
+            variants.push(extra_label);
+            let mut no_selector_labels = made.clone();
+            no_selector_labels.selector.match_labels = None;
+            variants.push(no_selector_labels);
+            let mut annotated = made.clone();
+            if let Some(meta) = annotated.template.as_mut().and_then(|t| t.metadata.as_mut()) {
+                meta.annotations = labels(&[("note", "1")]);
+            }
+            variants.push(annotated);
+            let mut unlabelled = made.clone();
+            if let Some(meta) = unlabelled.template.as_mut().and_then(|t| t.metadata.as_mut()) {
+                meta.labels = None;
+            }
+            variants.push(unlabelled);
+            for (i, rs) in variants.iter().enumerate() {
+                assert_eq!(follows_deployment(rs, spec, 3, hash), *rs == made, "variant {i} of {spec:?}");
+            }
+            assert!(follows_deployment(&made, spec, 3, hash), "the spec made afresh follows");
         }
     }
 }
