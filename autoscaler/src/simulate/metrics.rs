@@ -399,13 +399,14 @@ impl Metrics {
 
     /// Σ over groups of the lower bound, over the nodes there are; `None` without nodes.
     fn packing_efficiency(&self, cluster: &MemoryCluster) -> Option<f64> {
-        let prefix = |g: &str| cloudprovider_memory::provider_id_prefix(g);
+        let prefixes: Vec<(String, &GroupInfo)> =
+            self.groups.iter().map(|g| (cloudprovider_memory::provider_id_prefix(&g.id), g)).collect();
         let mut requests: BTreeMap<&str, Resources> = BTreeMap::new();
         let mut node_group: FxHashMap<&str, &str> = FxHashMap::default();
         let mut nodes = 0usize;
         for node in cluster.nodes() {
             let id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or("");
-            if let Some(g) = self.groups.iter().find(|g| id.starts_with(&prefix(&g.id))) {
+            if let Some((_, g)) = prefixes.iter().find(|(prefix, _)| id.starts_with(prefix.as_str())) {
                 node_group.insert(node.metadata.name.as_deref().unwrap_or(""), g.id.as_str());
                 nodes += 1;
             }
