@@ -276,21 +276,21 @@ impl Actuator {
             });
             by_node.get(name).cloned().unwrap_or_default()
         };
-        for name in names.iter().cloned() {
+        for name in &names {
             let Some(node) = nodes.get(name.as_str()) else {
                 // The node is gone: its deletion is complete.
-                if let Some(d) = self.in_flight.remove(&name) {
-                    registry.deletion_finished(&d.group, &name);
+                if let Some(d) = self.in_flight.remove(name) {
+                    registry.deletion_finished(&d.group, name);
                 }
                 continue;
             };
-            let deletion = self.in_flight[&name].clone();
+            let deletion = self.in_flight[name].clone();
             let mut phase = deletion.phase.clone();
             if let Phase::Tainted { since } = phase {
                 if now < later(since, options.node_delete_delay_after_taint) {
                     continue;
                 }
-                let pods = pods_on(&name);
+                let pods = pods_on(name);
                 phase = match self.pods_to_evict(view, node, &pods, &deletion, options, now) {
                     Ok(pods) if deletion.drain => {
                         Phase::Draining { first_attempt: now, remaining: pods, evicted: Vec::new() }
@@ -304,11 +304,11 @@ impl Actuator {
                     }
                     Ok(_) => {
                         let why = "the node was empty when chosen but now has pods to move".to_string();
-                        self.release(&name, why, actions, registry, options, &mut report).await;
+                        self.release(name, why, actions, registry, options, &mut report).await;
                         continue;
                     }
                     Err(why) => {
-                        self.release(&name, why, actions, registry, options, &mut report).await;
+                        self.release(name, why, actions, registry, options, &mut report).await;
                         continue;
                     }
                 };
@@ -345,19 +345,19 @@ impl Actuator {
                         "failed to drain the node: eviction of {}/{} did not succeed within --max-pod-eviction-time",
                         still[0].namespace, still[0].name
                     );
-                    self.release(&name, why, actions, registry, options, &mut report).await;
+                    self.release(name, why, actions, registry, options, &mut report).await;
                     continue;
                 } else {
                     Phase::Draining { first_attempt, remaining: still, evicted }
                 };
             }
             if let Phase::WaitingForPods { since, timeout, ref pods } = phase {
-                let on_node: Vec<String> = pods_on(&name).iter().map(|p| p.key.to_string()).collect();
+                let on_node: Vec<String> = pods_on(name).iter().map(|p| p.key.to_string()).collect();
                 if !pods.iter().any(|k| on_node.contains(k)) {
                     phase = Phase::Deleting { since: now };
                 } else if now > later(since, timeout) {
                     let why = "failed to drain the node: evicted pods did not leave in time".to_string();
-                    self.release(&name, why, actions, registry, options, &mut report).await;
+                    self.release(name, why, actions, registry, options, &mut report).await;
                     continue;
                 }
             }
@@ -365,7 +365,7 @@ impl Actuator {
                 let held =
                     node.metadata.annotations.iter().flatten().any(|(key, _)| key.starts_with(DELAY_DELETION_PREFIX));
                 if held && now <= later(since, options.node_deletion_delay_timeout) {
-                    if let Some(d) = self.in_flight.get_mut(&name) {
+                    if let Some(d) = self.in_flight.get_mut(name) {
                         d.phase = phase;
                     }
                     continue;
@@ -375,7 +375,7 @@ impl Actuator {
                 }
                 phase = Phase::ReadyToDelete { since: now };
             }
-            if let Some(d) = self.in_flight.get_mut(&name) {
+            if let Some(d) = self.in_flight.get_mut(name) {
                 d.phase = phase;
             }
         }
