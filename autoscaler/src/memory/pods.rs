@@ -3,7 +3,7 @@
 //! templates, and the kubelet's part: starting pods, finishing them, and letting terminating
 //! pods go after their grace period.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use simulator::PodInfo;
 
 use super::cluster::{MemoryCluster, Timer, Workload};
 use super::config::RUN_DURATION_ANNOTATION;
+use super::controllers::{RemovalRank, removal_rank};
 use super::store::ObjectKey;
 use crate::control::schedule::is_recently_unschedulable;
 use cloudprovider::duration::parse_go_duration;
@@ -51,35 +52,45 @@ pub(super) fn is_active(pod: &Pod) -> bool {
     !is_terminal(pod) && !is_terminating(pod)
 }
 
-/// One controller's pods (by key), with how many are active and how many of those ready,
-/// kept as pods are stored and removed: a ReplicaSet's sync follows each status change of its
-/// pods, and counting them all again at each (hundreds of pods, each a cache miss) was a
-/// twelfth of a simulated day.
+/// One controller's pods (by key), with how many are active and how many of those ready, and
+/// the active ones in the order a ReplicaSet removes them, kept as pods are stored and removed:
+/// a ReplicaSet's sync follows each status change of its pods, and counting them all again at
+/// each (hundreds of pods, each a cache miss) was a twelfth of a simulated day; ranking them all
+/// again at each removal, a twentieth.
 #[derive(Debug, Default)]
 pub(super) struct OwnedPods {
     pods: BTreeMap<ObjectKey, Arc<Pod>>,
     active: usize,
     ready: usize,
+    /// The active pods by `removal_rank`, then key (all of one namespace: by name).
+    removal_order: BTreeSet<(RemovalRank, ObjectKey)>,
 }
 
 impl OwnedPods {
     /// Stores (or replaces) a pod, its old version counted out and the new one in.
     pub(super) fn insert(&mut self, key: ObjectKey, pod: Arc<Pod>) {
-        self.count(&pod, true);
-        if let Some(old) = self.pods.insert(key, pod) {
-            self.count(&old, false);
+        // Out before in: a version ranked as the old one keeps its place.
+        if let Some(old) = self.pods.insert(key.clone(), pod.clone()) {
+            self.count(&key, &old, false);
         }
+        self.count(&key, &pod, true);
     }
 
     pub(super) fn remove(&mut self, key: &ObjectKey) {
         if let Some(old) = self.pods.remove(key) {
-            self.count(&old, false);
+            self.count(key, &old, false);
         }
     }
 
-    fn count(&mut self, pod: &Pod, add: bool) {
+    fn count(&mut self, key: &ObjectKey, pod: &Pod, add: bool) {
         if !is_active(pod) {
             return;
+        }
+        let ranked = (removal_rank(pod), key.clone());
+        if add {
+            self.removal_order.insert(ranked);
+        } else {
+            self.removal_order.remove(&ranked);
         }
         let ready = usize::from(is_ready(pod));
         // Each pod is counted out only after it was counted in; saturating all the same, as
@@ -101,6 +112,23 @@ impl OwnedPods {
             "kept counts agree with the pods"
         );
         (self.active, self.ready)
+    }
+
+    /// The `count` active pods a ReplicaSet removes first (`controllers::first_to_remove`'s
+    /// order), read from the kept order.
+    pub(super) fn first_to_remove(&self, count: usize) -> Vec<Arc<Pod>> {
+        let first: Vec<Arc<Pod>> =
+            self.removal_order.iter().take(count).filter_map(|(_, key)| self.pods.get(key).cloned()).collect();
+        debug_assert!(
+            first.iter().map(|p| &p.metadata.name).eq(super::controllers::first_to_remove(
+                self.pods.values().filter(|p| is_active(p)),
+                count
+            )
+            .iter()
+            .map(|p| &p.metadata.name)),
+            "the kept removal order agrees with ranking the pods"
+        );
+        first
     }
 
     pub(super) fn keys(&self) -> std::collections::btree_map::Keys<'_, ObjectKey, Arc<Pod>> {
@@ -518,5 +546,29 @@ mod tests {
         owned.remove(&ObjectKey::new("default", "zz"));
         assert_eq!(owned.active_and_ready(), (1, 1));
         assert_eq!(owned.keys().count(), 1);
+    }
+
+    /// The kept removal order is the ranking of the active pods, through updates that change a
+    /// pod's rank, updates that do not, and removals.
+    #[test]
+    fn owned_pods_keep_the_order_replicas_are_removed_in() {
+        let mut owned = OwnedPods::default();
+        for (name, ready) in [("a", true), ("b", false), ("c", true), ("d", false)] {
+            let (key, pod) = pod(name, ready, false);
+            owned.insert(key, pod);
+        }
+        let names =
+            |pods: Vec<Arc<Pod>>| pods.iter().map(|p| p.metadata.name.clone().unwrap_or_default()).collect::<Vec<_>>();
+        // Not Ready first, then by name.
+        assert_eq!(names(owned.first_to_remove(3)), ["b", "d", "a"]);
+        let (key, b) = pod("b", true, false);
+        owned.insert(key.clone(), b.clone());
+        owned.insert(key, b);
+        assert_eq!(names(owned.first_to_remove(4)), ["d", "a", "b", "c"], "b Ready now, stored twice");
+        let (key, a) = pod("a", true, true);
+        owned.insert(key, a);
+        owned.remove(&ObjectKey::new("default", "d"));
+        assert_eq!(names(owned.first_to_remove(10)), ["b", "c"], "a terminating and d gone are not removed again");
+        assert!(owned.first_to_remove(0).is_empty());
     }
 }

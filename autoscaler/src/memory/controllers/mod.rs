@@ -33,33 +33,36 @@ pub(super) fn controller_ref(api_version: &str, kind: &str, meta: &ObjectMeta) -
     }
 }
 
-/// The `count` pods to remove first, in kube-controller-manager's order for removing replicas
-/// (`ActivePodsWithRanks`): unbound before bound, Pending before Running, not Ready before
-/// Ready, Ready for less time before longer, newer before older; then by name, for
-/// determinism. Only the pods removed are put in order: a ramp removes a few of hundreds.
+/// Where a pod stands in kube-controller-manager's order for removing replicas
+/// (`ActivePodsWithRanks`), first removed first: unbound before bound, Pending before Running,
+/// not Ready before Ready, Ready for less time before longer, newer before older. Pods that
+/// rank the same are taken by name, for determinism.
+pub(super) type RemovalRank = (bool, u8, bool, Reverse<Option<Timestamp>>, Reverse<Option<Timestamp>>);
+
+pub(super) fn removal_rank(p: &Pod) -> RemovalRank {
+    let phase_rank = match phase(p) {
+        "Pending" => 0,
+        "Running" => 2,
+        _ => 1,
+    };
+    // The Ready condition found once.
+    let ready = ready_condition(p);
+    (
+        bound_node(p).is_some(),
+        phase_rank,
+        ready.is_some(),
+        Reverse(ready.and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)),
+        Reverse(creation(&p.metadata)),
+    )
+}
+
+/// The `count` pods to remove first (`removal_rank`, then name). Only the pods removed are put
+/// in order: a ramp removes a few of hundreds.
 pub(super) fn first_to_remove<'p>(pods: impl IntoIterator<Item = &'p Arc<Pod>>, count: usize) -> Vec<Arc<Pod>> {
-    /// Bound, phase, Ready, Ready since (latest first), created (newest first), name.
-    type Rank<'p> = (bool, u8, bool, Reverse<Option<Timestamp>>, Reverse<Option<Timestamp>>, &'p str);
-    fn rank(p: &Pod) -> Rank<'_> {
-        let phase_rank = match phase(p) {
-            "Pending" => 0,
-            "Running" => 2,
-            _ => 1,
-        };
-        // The Ready condition found once: every pod of the owner is ranked.
-        let ready = ready_condition(p);
-        (
-            bound_node(p).is_some(),
-            phase_rank,
-            ready.is_some(),
-            Reverse(ready.and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)),
-            Reverse(creation(&p.metadata)),
-            p.metadata.name.as_deref().unwrap_or(""),
-        )
-    }
     if count == 0 {
         return Vec::new();
     }
+    let rank = |p: &'p Arc<Pod>| (removal_rank(p), p.metadata.name.as_deref().unwrap_or(""));
     let mut ranked: Vec<_> = pods.into_iter().map(|p| (rank(p), p)).collect();
     let count = count.min(ranked.len());
     // Names are unique among a controller's pods: the ranks are distinct, unstable is exact.

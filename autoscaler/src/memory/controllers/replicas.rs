@@ -7,9 +7,8 @@ use k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStatus, ReplicaSet, R
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::super::cluster::{MemoryCluster, Workload};
-use super::super::pods::is_active;
 use super::super::store::ObjectKey;
-use super::{controller_ref, first_to_remove};
+use super::controller_ref;
 
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
 
@@ -174,10 +173,9 @@ impl MemoryCluster {
                 self.create_pod(ObjectKey::new(&key.namespace, name), &template, owner.clone(), &[], &[], |_| {});
             }
         } else if count > desired {
-            // Ranked where they are stored: only the pods removed are copied out.
-            let active =
-                self.pods_by_owner.get(&uid).into_iter().flat_map(|pods| pods.values()).filter(|p| is_active(p));
-            let removed = first_to_remove(active, count - desired);
+            // In the order kept where they are stored: only the pods removed are copied out.
+            let removed =
+                self.pods_by_owner.get(&uid).map(|pods| pods.first_to_remove(count - desired)).unwrap_or_default();
             self.terminate_pods(&removed);
         }
         // Counted again only when this sync created or removed pods.
