@@ -15,7 +15,7 @@
 //! there); the node is kept out of scale-down until its Node object goes. Any failure removes
 //! the taint again.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use cloudprovider::NodeGroup;
 use cloudprovider::duration::later;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
 use simulator::well_known::{DELAY_DELETION_PREFIX, ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
@@ -260,11 +261,11 @@ impl Actuator {
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         // The pods of the nodes in flight, found in one walk over the view's pods the first time
         // a node's pods are needed.
-        let mut pods_by_node: Option<HashMap<&str, Vec<&Arc<PodInfo>>>> = None;
-        let in_flight: HashSet<&str> = names.iter().map(String::as_str).collect();
+        let mut pods_by_node: Option<FxHashMap<&str, Vec<&Arc<PodInfo>>>> = None;
+        let in_flight: FxHashSet<&str> = names.iter().map(String::as_str).collect();
         let mut pods_on = |name: &str| -> Vec<&Arc<PodInfo>> {
             let by_node = pods_by_node.get_or_insert_with(|| {
-                let mut by_node: HashMap<&str, Vec<&Arc<PodInfo>>> = HashMap::new();
+                let mut by_node: FxHashMap<&str, Vec<&Arc<PodInfo>>> = FxHashMap::default();
                 for p in &view.pods {
                     if let Some(node) = p.node_name()
                         && in_flight.contains(node)
