@@ -89,10 +89,6 @@ impl<T> SharedList<T> {
         self.runs[run].get(offset)
     }
 
-    pub fn first(&self) -> Option<&Arc<T>> {
-        self.runs.first().and_then(|r| r.first())
-    }
-
     pub fn to_vec(&self) -> Vec<Arc<T>> {
         let mut all = Vec::with_capacity(self.len);
         for run in self.runs.iter() {
