@@ -270,13 +270,6 @@ fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<
         read: 0,
         limit: new.len() / 2 + 64,
     };
-    let mut old_starts = Vec::with_capacity(old.runs().len() + 1);
-    let mut start = 0;
-    for run in old.runs() {
-        old_starts.push(start);
-        start += run.len();
-    }
-    old_starts.push(start);
     let old_runs: FxHashMap<*const Vec<Arc<PodInfo>>, usize> =
         old.runs().iter().enumerate().map(|(at, run)| (Arc::as_ptr(run), at)).collect();
     // The old runs not matched yet start at `next_old`; the view's pods since the last match.
@@ -284,7 +277,7 @@ fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<
     let mut between: Vec<&Arc<PodInfo>> = Vec::new();
     let mut compare = |walk: &mut Walk, old_runs: std::ops::Range<usize>, between: &[&Arc<PodInfo>]| {
         let old_pods: Vec<&Arc<PodInfo>> = old.runs()[old_runs.clone()].iter().flat_map(|run| run.iter()).collect();
-        let old_sorted = &kept.sorted[old_starts[old_runs.start]..old_starts[old_runs.end]];
+        let old_sorted = &kept.sorted[old.run_start(old_runs.start)..old.run_start(old_runs.end)];
         walk.compare(&old_pods, old_sorted, between, &mut sorter)
     };
     for run in new.runs() {
@@ -293,7 +286,7 @@ fn update<'a>(kept: Kept, view: &ClusterView, mut sorter: Sorter<'a>) -> Result<
                 if compare(&mut walk, next_old..at, &between).is_err() {
                     return Err(sorter);
                 }
-                walk.sorted.extend_from_slice(&kept.sorted[old_starts[at]..old_starts[at + 1]]);
+                walk.sorted.extend_from_slice(&kept.sorted[old.run_start(at)..old.run_start(at + 1)]);
                 next_old = at + 1;
                 between.clear();
             }

@@ -84,6 +84,11 @@ impl<T> SharedList<T> {
         &self.runs
     }
 
+    /// Where run `run` starts in the list; the list's length for the index past the last run.
+    pub fn run_start(&self, run: usize) -> usize {
+        self.starts.get(run).copied().unwrap_or(self.len)
+    }
+
     pub fn get(&self, at: usize) -> Option<&Arc<T>> {
         let (run, offset) = self.place(at)?;
         self.runs[run].get(offset)
@@ -273,6 +278,8 @@ mod tests {
             assert_eq!(*l[at], at);
         }
         assert!(l.get(RUN_LENGTH * 2 + 3).is_none());
+        let starts: Vec<usize> = (0..=l.runs().len()).map(|r| l.run_start(r)).collect();
+        assert_eq!(starts, [0, RUN_LENGTH, RUN_LENGTH * 2, RUN_LENGTH * 2 + 3]);
         assert!(SharedList::<usize>::default().is_empty());
         assert!(SharedList::<usize>::from_runs(vec![Arc::new(Vec::new())]).runs().is_empty(), "no empty run");
     }

@@ -170,6 +170,11 @@ impl<T> Kind<T> {
         let mut merged_runs = Vec::with_capacity(runs.len() + changed.len() / RUN_LENGTH + 1);
         let mut keys = changed.iter().peekable();
         for (at, run) in runs.iter().enumerate() {
+            if keys.peek().is_none() {
+                // No change left: the rest is shared, no object read.
+                merged_runs.push(run.clone());
+                continue;
+            }
             let next_first = runs.get(at + 1).and_then(|next| next.first()).map(|o| key_of(o));
             let mut in_run = Vec::new();
             while let Some(key) =
