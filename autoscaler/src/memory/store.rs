@@ -1,7 +1,7 @@
 //! Object storage: one sorted map per kind, keyed by namespace and name, with the list the view
 //! hands out cached until the kind changes (for pods: brought up to date from the changed keys).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -48,11 +48,13 @@ impl fmt::Display for ObjectKey {
 /// The objects of one kind.
 #[derive(Debug)]
 pub(crate) struct Kind<T> {
-    /// In key order: what lists and namespace ranges read.
-    map: BTreeMap<ObjectKey, Arc<T>>,
-    /// The same objects by key, for lookups: the controllers, the scheduler and the PDBs look
-    /// pods up by key thousands of times a step, and a sorted map of 100,000 pods compares
-    /// names at every one of its levels.
+    /// The keys in order: what lists and namespace ranges walk. Only keys: a changed object is
+    /// replaced in `by_key` alone, and most stores change an object already there (a pod is
+    /// stored again at each binding and status change: the sorted map's walk down comparing
+    /// names at each level was most of a store).
+    order: BTreeSet<ObjectKey>,
+    /// The objects by key: lookups (the controllers, the scheduler and the PDBs look pods up
+    /// by key thousands of times a step) and the objects of the walks of `order`.
     by_key: FxHashMap<ObjectKey, Arc<T>>,
     cache: Option<SharedList<T>>,
     /// Where an object says its own key (pods): the next list is then made from the cached one
@@ -69,7 +71,13 @@ pub(crate) type KeyOf<T> = fn(&T) -> (&str, &str);
 
 impl<T> Default for Kind<T> {
     fn default() -> Self {
-        Kind { map: BTreeMap::new(), by_key: FxHashMap::default(), cache: None, key_of: None, changed: BTreeSet::new() }
+        Kind {
+            order: BTreeSet::new(),
+            by_key: FxHashMap::default(),
+            cache: None,
+            key_of: None,
+            changed: BTreeSet::new(),
+        }
     }
 }
 
@@ -90,21 +98,27 @@ impl<T> Kind<T> {
     pub fn insert(&mut self, key: ObjectKey, object: Arc<T>) -> Option<Arc<T>> {
         self.forget_in_list(&key);
         match self.by_key.get_mut(&key) {
-            Some(indexed) => *indexed = object.clone(),
+            Some(indexed) => Some(std::mem::replace(indexed, object)),
             None => {
-                self.by_key.insert(key.clone(), object.clone());
+                self.by_key.insert(key.clone(), object);
+                self.order.insert(key);
+                None
             }
         }
-        self.map.insert(key, object)
     }
 
     pub fn remove(&mut self, key: &ObjectKey) -> Option<Arc<T>> {
-        let removed = self.map.remove(key);
+        let removed = self.by_key.remove(key);
         if removed.is_some() {
-            self.by_key.remove(key);
+            self.order.remove(key);
             self.forget_in_list(key);
         }
         removed
+    }
+
+    /// The object of a key of `order`.
+    fn object(&self, key: &ObjectKey) -> &Arc<T> {
+        self.by_key.get(key).expect("every ordered key has its object")
     }
 
     /// The cached list no longer holds `key`'s object: noted as a change to merge in, or the
@@ -122,16 +136,19 @@ impl<T> Kind<T> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<T>)> {
-        self.map.iter()
+        self.order.iter().map(|key| (key, self.object(key)))
     }
 
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.map.keys().cloned().collect()
+        self.order.iter().cloned().collect()
     }
 
     /// The objects of one namespace, in name order.
     pub fn in_namespace<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<T>)> + 'a {
-        self.map.range(ObjectKey::new(namespace, "")..).take_while(move |(key, _)| key.namespace == namespace)
+        self.order
+            .range(ObjectKey::new(namespace, "")..)
+            .take_while(move |key| key.namespace == namespace)
+            .map(|key| (key, self.object(key)))
     }
 
     /// Every object, in key order: a copy of the cached list (pointer copies only).
@@ -151,9 +168,9 @@ impl<T> Kind<T> {
             (Some(cached), Some(key_of)) => self.merged(&cached, &changed, key_of),
             _ => None,
         };
-        let list = merged.unwrap_or_else(|| self.map.values().cloned().collect());
+        let list = merged.unwrap_or_else(|| self.iter().map(|(_, object)| object.clone()).collect());
         debug_assert!(
-            list.len() == self.map.len() && list.iter().zip(self.map.values()).all(|(a, b)| Arc::ptr_eq(a, b)),
+            list.len() == self.order.len() && list.iter().zip(self.iter()).all(|(a, (_, b))| Arc::ptr_eq(a, b)),
             "a list brought up to date differs from the map"
         );
         self.cache = Some(list.clone());
@@ -198,7 +215,7 @@ impl<T> Kind<T> {
             // Runs left short by removals, never joined: cut the list anew (rare, one copy).
             list = SharedList::from(list.to_vec());
         }
-        (list.len() == self.map.len()).then_some(list)
+        (list.len() == self.order.len()).then_some(list)
     }
 
     /// One run with the objects of `changed` (in key order, all falling in it) put in,
@@ -225,6 +242,8 @@ impl<T> Kind<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     /// An object that says its own key (a replacement is told apart by its address).
