@@ -96,6 +96,11 @@ pub struct MemoryCluster {
     pub(super) unschedulable_changes: u64,
     /// (namespace, label key, label value) → pods, so PDBs find their pods without a scan.
     pub(super) pods_by_label: HashMap<(String, String, String), BTreeSet<ObjectKey>>,
+    /// Counts the stores and removals of pods: `selected` was answered at this count.
+    pub(super) pods_version: u64,
+    /// The last answer of `selected_pods`: a pod autoscaler's sync asks for its target's pods,
+    /// then the metrics source for the same pods (a thousand lookups each, every 15 s).
+    pub(super) selected: Option<Selected>,
     pub(super) deployments: Kind<Deployment>,
     pub(super) replicasets: Kind<ReplicaSet>,
     pub(super) statefulsets: Kind<StatefulSet>,
@@ -131,6 +136,15 @@ pub struct MemoryCluster {
     pub(super) unschedulable_pods: Arc<UnschedulablePodSignal>,
 }
 
+/// One answer of `MemoryCluster::selected_pods`, and what it answered.
+#[derive(Debug)]
+pub(super) struct Selected {
+    pods_version: u64,
+    namespace: String,
+    selector: Selector,
+    pods: Vec<Arc<PodInfo>>,
+}
+
 impl MemoryCluster {
     /// An empty cluster on the virtual time `time`. With a provider, every [`advance`] registers
     /// the Nodes of instances that became ready and removes those of deleted instances; the
@@ -153,6 +167,8 @@ impl MemoryCluster {
             unschedulable: BTreeSet::new(),
             unschedulable_changes: 0,
             pods_by_label: HashMap::default(),
+            pods_version: 0,
+            selected: None,
             deployments: Kind::default(),
             replicasets: Kind::default(),
             statefulsets: Kind::default(),
@@ -375,7 +391,25 @@ impl MemoryCluster {
     /// The pods of a namespace that `selector` selects, in name order (as a scan of
     /// `view().pods` finds them): through the label index when the selector requires a label
     /// value, so a workload's pods are found without reading the others.
-    pub fn selected_pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<PodInfo>> {
+    pub fn selected_pods(&mut self, namespace: &str, selector: &Selector) -> Vec<Arc<PodInfo>> {
+        if let Some(last) = &self.selected
+            && last.pods_version == self.pods_version
+            && last.namespace == namespace
+            && last.selector == *selector
+        {
+            return last.pods.clone();
+        }
+        let pods = self.select_pods(namespace, selector);
+        self.selected = Some(Selected {
+            pods_version: self.pods_version,
+            namespace: namespace.to_string(),
+            selector: selector.clone(),
+            pods: pods.clone(),
+        });
+        pods
+    }
+
+    fn select_pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<PodInfo>> {
         let selects = |pod: &&Arc<PodInfo>| selector.matches(pod.labels());
         match selector.required_equality() {
             Some((label, value)) => {

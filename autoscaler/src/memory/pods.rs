@@ -280,31 +280,36 @@ impl MemoryCluster {
         let pod = Arc::new(pod);
         let old = self.pods.insert(key.clone(), pod.clone());
         self.pod_infos.insert(key.clone(), info.clone());
+        self.pods_version = self.pods_version.wrapping_add(1);
 
-        let old_node = old.as_deref().and_then(bound_node).map(str::to_string);
-        let new_node = bound_node(&pod).map(str::to_string);
+        let old_node = old.as_deref().and_then(bound_node);
+        let new_node = bound_node(&pod);
         if old_node != new_node {
-            if let Some(node) = &old_node
+            if let Some(node) = old_node
                 && let Some(keys) = self.pods_by_node.get_mut(node)
             {
                 keys.remove(&key);
             }
-            if let Some(node) = &new_node {
-                self.pods_by_node.entry(node.clone()).or_default().insert(key.clone());
+            if let Some(node) = new_node {
+                self.pods_by_node.entry(node.to_string()).or_default().insert(key.clone());
             }
         }
-        let old_owner = old.as_deref().and_then(controller_of).map(|o| o.uid.clone());
-        let new_owner = controller_of(&pod).map(|o| o.uid.clone());
+        let old_owner = old.as_deref().and_then(controller_of).map(|o| o.uid.as_str());
+        let new_owner = controller_of(&pod).map(|o| o.uid.as_str());
         if old.is_some()
             && old_owner != new_owner
-            && let Some(uid) = &old_owner
+            && let Some(uid) = old_owner
             && let Some(pods) = self.pods_by_owner.get_mut(uid)
         {
             pods.remove(&key);
         }
         if let Some(uid) = new_owner {
             // The index holds the pod itself: replaced at every store.
-            self.pods_by_owner.entry(uid).or_default().insert(key.clone(), pod.clone());
+            if let Some(owned) = self.pods_by_owner.get_mut(uid) {
+                owned.insert(key.clone(), pod.clone());
+            } else {
+                self.pods_by_owner.entry(uid.to_string()).or_default().insert(key.clone(), pod.clone());
+            }
         }
 
         let old_labels = old.as_deref().and_then(|o| o.metadata.labels.as_ref());
@@ -315,10 +320,10 @@ impl MemoryCluster {
 
         self.snapshot_pod_changed(&key, old.as_deref(), old_info.as_ref(), &pod, &info, change);
 
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let uid = || pod.metadata.uid.clone().unwrap_or_default();
         let newly_bound = new_node.is_some() && (old.is_none() || old_node.is_none());
         if newly_bound && phase(&pod) == "Pending" && !is_terminating(&pod) {
-            self.add_timer(later(now, self.config.pod_startup_delay), Timer::PodStart(key.clone(), uid.clone()));
+            self.add_timer(later(now, self.config.pod_startup_delay), Timer::PodStart(key.clone(), uid()));
         }
         let started = phase(&pod) == "Running" && old.as_deref().is_none_or(|o| phase(o) != "Running");
         if started
@@ -326,7 +331,7 @@ impl MemoryCluster {
             && let Some(duration) = self.run_duration(&pod)
         {
             let since = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map_or(now, |t| t.0);
-            self.add_timer(later(since, duration), Timer::PodComplete(key.clone(), uid));
+            self.add_timer(later(since, duration), Timer::PodComplete(key.clone(), uid()));
         }
 
         let relevant = old.as_deref().is_none_or(|o| {
@@ -347,6 +352,7 @@ impl MemoryCluster {
         let pod = self.pods.remove(key)?;
         self.unschedulable_changes += u64::from(self.unschedulable.remove(key));
         let info = self.pod_infos.remove(key);
+        self.pods_version = self.pods_version.wrapping_add(1);
         if let Some(node) = bound_node(&pod)
             && let Some(keys) = self.pods_by_node.get_mut(node)
         {

@@ -41,6 +41,47 @@ fn scale_subresource_errors_name_the_problem() {
     assert!(matches!(c.get_scale(&target("CronJob", "web")), Err(PortError::Api(_))));
 }
 
+/// The pods a selector selects, as a scan of the view finds them.
+fn scanned(c: &mut MemoryCluster, selector: &simulator::labels::Selector) -> Vec<String> {
+    c.view().pods.iter().filter(|p| selector.matches(p.labels())).map(|p| p.name().to_string()).collect()
+}
+
+#[test]
+fn selected_pods_follow_every_change_of_the_pods_though_the_last_answer_is_kept() {
+    let mut c = cluster();
+    c.apply(node("n1", "8", "16Gi")).unwrap();
+    c.apply(deployment("web", 2, "100m", "128Mi")).unwrap();
+    c.advance(t(1));
+    let web = simulator::labels::Selector::parse("app=web").unwrap();
+    let names = |pods: Vec<Arc<simulator::PodInfo>>| pods.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
+    let first = names(c.selected_pods("default", &web));
+    assert_eq!(first.len(), 2);
+    assert_eq!(first, scanned(&mut c, &web));
+    // Asked again with nothing changed: the same answer.
+    assert_eq!(names(c.selected_pods("default", &web)), first);
+    // Another selector, another namespace: not the kept answer.
+    let bare = simulator::labels::Selector::parse("app=bare").unwrap();
+    assert!(c.selected_pods("default", &bare).is_empty());
+    assert!(c.selected_pods("other", &web).is_empty());
+    // A pod added, then the Deployment scaled up: each answer has them.
+    c.apply(pending_pod("bare", "100m", "128Mi")).unwrap();
+    assert_eq!(names(c.selected_pods("default", &bare)), vec!["bare".to_string()]);
+    c.set_scale(&target("Deployment", "web"), 3).unwrap();
+    c.advance(t(2));
+    let scaled = names(c.selected_pods("default", &web));
+    assert_eq!(scaled.len(), 3);
+    assert_eq!(scaled, scanned(&mut c, &web));
+    // An eviction: the pod goes, its ReplicaSet makes another; the answer holds the pods'
+    // current versions.
+    c.evict("default", &scaled[0], 0).unwrap();
+    c.advance(t(60));
+    let after = c.selected_pods("default", &web);
+    assert!(!names(after.clone()).contains(&scaled[0]));
+    assert_eq!(names(after.clone()), scanned(&mut c, &web));
+    let current: Vec<_> = c.view().pods.iter().filter(|p| web.matches(p.labels())).cloned().collect();
+    assert!(after.iter().zip(&current).all(|(a, b)| Arc::ptr_eq(a, b)), "the answer holds the pods' current versions");
+}
+
 #[test]
 fn status_config_map_is_created_then_replaced() {
     let mut c = cluster();
