@@ -135,20 +135,27 @@ impl CloudState {
         let groups = provider.node_groups().await;
         let index_of: FxHashMap<&str, usize> = groups.iter().enumerate().map(|(i, g)| (g.id(), i)).collect();
         let owners = provider.node_groups_for_nodes(nodes).await?;
+        // Each node's group (by index), and how many nodes each group has: its set of
+        // instance ids is made that large at once.
+        let owner_index: Vec<Option<usize>> =
+            owners.iter().map(|owner| owner.as_ref().and_then(|group| index_of.get(group.id()).copied())).collect();
+        let mut per_group = vec![0usize; groups.len()];
+        for &i in owner_index.iter().flatten() {
+            per_group[i] += 1;
+        }
         // Per group: its nodes' instance ids, and the first node that can be its template (the
         // one `build_templates` will take, as it walks the nodes in the same order).
-        let mut members: Vec<InstanceIds<'_>> = vec![FxHashSet::default(); groups.len()];
+        let mut members: Vec<InstanceIds<'_>> =
+            per_group.iter().map(|&n| FxHashSet::with_capacity_and_hasher(n, Default::default())).collect();
         state.node_groups.reserve(nodes.len());
         let mut template_node: Vec<Option<&Node>> = vec![None; groups.len()];
         let mut registered: InstanceIds<'_> = FxHashSet::default();
         registered.reserve(nodes.len());
-        for (node, owner) in nodes.iter().zip(owners) {
-            let name = node.metadata.name.clone().unwrap_or_default();
+        for (node, owner) in nodes.iter().zip(owner_index) {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
             let instance_id = instance_id_for_node(node);
-            if let Some(group) = owner
-                && let Some(&i) = index_of.get(group.id())
-            {
-                state.node_groups.insert(name.clone(), i);
+            if let Some(i) = owner {
+                state.node_groups.insert(name.to_string(), i);
                 members[i].insert(instance_id.clone());
                 // Readiness's startup time only tells not-started from unready nodes; either
                 // is not ready, which is all that matters here. Read only until the group has
@@ -165,7 +172,7 @@ impl CloudState {
             }
             registered.insert(instance_id);
             if let Some(gpu) = provider.node_gpu_config(node) {
-                state.node_gpus.insert(name, gpu);
+                state.node_gpus.insert(name.to_string(), gpu);
             }
         }
         if let Some((cache, _)) = cache.as_mut() {

@@ -106,33 +106,34 @@ impl ClusterState {
         now: Timestamp,
     ) -> Self {
         let mut state = ClusterState::default();
-        for g in &cloud.groups {
-            state.groups.insert(g.id.clone(), GroupState { healthy: true, ..Default::default() });
-        }
+        // Per group (as `cloud.groups` lists them): ready, unready, not started. Counted by the
+        // group's index, which the cloud state keeps per node: hundreds of nodes a loop.
+        let mut counts = vec![[0usize; 3]; cloud.groups.len()];
         state.readiness.reserve(view.nodes.len());
         for node in &view.nodes {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let group = cloud.group_of_node(&name);
-            let startup =
-                group.map_or(options.node_group_defaults.max_node_startup_time, |g| g.options.max_node_startup_time);
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            let index = cloud.node_groups.get(name).copied();
+            let startup = index.map_or(options.node_group_defaults.max_node_startup_time, |i| {
+                cloud.groups[i].options.max_node_startup_time
+            });
             let r = readiness(node, now, startup, options, &cloud.gpu_label);
+            let slot = match r {
+                Readiness::Ready => 0,
+                Readiness::Unready => 1,
+                Readiness::NotStarted => 2,
+            };
             match r {
                 Readiness::Ready => state.ready += 1,
                 Readiness::Unready => state.unready += 1,
                 Readiness::NotStarted => state.not_started += 1,
             }
-            if let Some(g) = group {
-                let gs = state.groups.get_mut(&g.id).expect("group registered above");
-                match r {
-                    Readiness::Ready => gs.ready += 1,
-                    Readiness::Unready => gs.unready += 1,
-                    Readiness::NotStarted => gs.not_started += 1,
-                }
+            if let Some(i) = index {
+                counts[i][slot] += 1;
             }
-            state.readiness.insert(name, r);
+            state.readiness.insert(name.to_string(), r);
         }
-        for g in &cloud.groups {
-            let gs = state.groups.get_mut(&g.id).expect("group registered above");
+        for (g, [ready, unready, not_started]) in cloud.groups.iter().zip(counts) {
+            let mut gs = GroupState { ready, unready, not_started, ..Default::default() };
             gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains(i.id.as_str())).count();
             // What a freshly started autoscaler knows: every instance without a Node is seen for
             // the first time, so none is long unregistered and all the target owes is upcoming;
@@ -144,6 +145,7 @@ impl ClusterState {
             let registered = gs.ready + gs.unready + gs.not_started;
             let unjustified_unready = g.target_size.saturating_sub(gs.ready);
             gs.healthy = within_unready_tolerance(unjustified_unready, registered.max(1), options);
+            state.groups.insert(g.id.clone(), gs);
         }
         state.healthy = within_unready_tolerance(state.unready, state.ready + state.unready, options);
         state

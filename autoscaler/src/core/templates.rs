@@ -212,8 +212,14 @@ pub fn build_templates(
         }
         node_info_with_pods(clean, pods)
     };
+    // Every group has its template once `out` holds as many: the walks of the nodes stop there
+    // (they looked each node's group up, hundreds per loop, long after the last was found).
+    let all_found = |out: &HashMap<String, Template>| out.len() == cloud.groups.len();
     // 1. A good real node of the group.
     for node in &view.nodes {
+        if all_found(&out) {
+            break;
+        }
         let name = node.metadata.name.as_deref().unwrap_or("");
         let Some(group) = cloud.group_of_node(name) else { continue };
         if out.contains_key(&group.id) {
@@ -244,6 +250,9 @@ pub fn build_templates(
     }
     // 3. Last resort: any node of the group.
     for node in &view.nodes {
+        if all_found(&out) {
+            break;
+        }
         let name = node.metadata.name.as_deref().unwrap_or("");
         let Some(group) = cloud.group_of_node(name) else { continue };
         if out.contains_key(&group.id) {
