@@ -45,10 +45,6 @@ impl Default for Controllers {
     }
 }
 
-fn namespace_and_name(meta: &ObjectMeta) -> (String, String) {
-    (meta.namespace.clone().unwrap_or_else(|| "default".to_string()), meta.name.clone().unwrap_or_default())
-}
-
 impl Controllers {
     /// Indexes the given controllers.
     pub fn new<RS, RC, SS, J, DS>(rs: &[RS], rc: &[RC], ss: &[SS], jobs: &[J], ds: &[DS]) -> Self
@@ -98,9 +94,18 @@ impl Controllers {
         self.checked
     }
 
+    /// As `insert`, the namespace copied only when it is new (this runs for every controller of
+    /// the cluster at every loop).
     fn insert_meta(&mut self, kind: ControllerKind, meta: &ObjectMeta, replicas: Option<i32>) {
-        let (namespace, name) = namespace_and_name(meta);
-        self.insert(kind, namespace, name, replicas);
+        let namespace = meta.namespace.as_deref().unwrap_or("default");
+        let name = meta.name.clone().unwrap_or_default();
+        let namespaces = self.by_kind.entry(kind).or_default();
+        if !namespaces.contains_key(namespace) {
+            namespaces.insert(namespace.to_string(), HashMap::default());
+        }
+        if let Some(names) = namespaces.get_mut(namespace) {
+            names.insert(name, KnownController { replicas });
+        }
     }
 
     /// Adds (or replaces) one controller.

@@ -146,7 +146,8 @@ pub struct ScaleTargets<'v>(FxHashMap<(&'v str, &'v str, &'v str), Workload<'v>>
 
 impl<'v> ScaleTargets<'v> {
     pub fn of(view: &'v ClusterView) -> Self {
-        let mut by_key = FxHashMap::default();
+        let count = view.deployments.len() + view.statefulsets.len() + view.replicasets.len();
+        let mut by_key = FxHashMap::with_capacity_and_hasher(count, Default::default());
         for (kind, namespace, name, w) in workloads(view) {
             // The first of a name, as `target_from_view` finds it.
             by_key.entry((kind, namespace, name)).or_insert(w);
