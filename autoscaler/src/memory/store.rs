@@ -107,6 +107,28 @@ impl<T> Kind<T> {
         }
     }
 
+    /// Edits the object of `key` where it is stored (`false`: there is none). The object is
+    /// copied first only if something else still holds it (a list handed out, a caller's
+    /// reference): a workload's status changes at each change of its pods' states, and copying
+    /// the whole object for it copied its pod template every time.
+    pub fn update(&mut self, key: &ObjectKey, edit: impl FnOnce(&mut T)) -> bool
+    where
+        T: Clone,
+    {
+        if !self.by_key.contains_key(key) {
+            return false;
+        }
+        // First: a list dropped here no longer holds the object.
+        self.forget_in_list(key);
+        match self.by_key.get_mut(key) {
+            Some(object) => {
+                edit(Arc::make_mut(object));
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn remove(&mut self, key: &ObjectKey) -> Option<Arc<T>> {
         let removed = self.by_key.remove(key);
         if removed.is_some() {
@@ -247,10 +269,11 @@ mod tests {
     use super::*;
 
     /// An object that says its own key (a replacement is told apart by its address).
-    #[derive(Debug)]
+    #[derive(Clone, Debug)]
     struct Object {
         namespace: String,
         name: String,
+        value: u32,
     }
 
     fn key_of(object: &Object) -> (&str, &str) {
@@ -279,6 +302,34 @@ mod tests {
         ObjectKey::new(["", "a", "a-b", "b"][usize::from(ns % 4)], format!("n{n}"))
     }
 
+    #[derive(Clone, Debug, PartialEq)]
+    struct Counter(u32);
+
+    #[test]
+    fn an_update_edits_in_place_what_nothing_else_holds_and_copies_what_a_list_holds() {
+        let mut kind: Kind<Counter> = Kind::default();
+        let key = ObjectKey::new("ns", "a");
+        assert!(!kind.update(&key, |c| c.0 += 1), "no object: nothing to edit");
+        kind.insert(key.clone(), Arc::new(Counter(0)));
+        let address = Arc::as_ptr(kind.get(&key).unwrap());
+        assert!(kind.update(&key, |c| c.0 += 1));
+        assert_eq!(Arc::as_ptr(kind.get(&key).unwrap()), address, "held by the store alone: edited in place");
+        assert_eq!(kind.get(&key).unwrap().0, 1);
+        // A list handed out keeps the version it was given; the store's next list has the edit.
+        let listed = kind.list();
+        assert!(kind.update(&key, |c| c.0 += 1));
+        assert_eq!(listed[0].0, 1);
+        assert_eq!(kind.get(&key).unwrap().0, 2);
+        assert_eq!(kind.list()[0].0, 2);
+        // The same through a keyed kind, whose list is brought up to date from the changed keys.
+        let mut keyed = Kind::keyed_by(key_of);
+        keyed.insert(key.clone(), Arc::new(Object { namespace: "ns".into(), name: "a".into(), value: 0 }));
+        let before = keyed.shared();
+        assert!(keyed.update(&key, |o| o.value = 7));
+        assert_eq!(before.get(0).unwrap().value, 0);
+        assert_eq!(keyed.shared().get(0).unwrap().value, 7);
+    }
+
     proptest::proptest! {
         /// Through any puts, replacements and removals, the list brought up to date from the
         /// changed keys holds the very objects of a walk of the map, in key order, and shares
@@ -291,7 +342,7 @@ mod tests {
             let mut kind = Kind::keyed_by(key_of);
             let mut expected: BTreeMap<ObjectKey, Arc<Object>> = BTreeMap::new();
             let put = |kind: &mut Kind<Object>, expected: &mut BTreeMap<_, _>, key: ObjectKey| {
-                let object = Arc::new(Object { namespace: key.namespace.clone(), name: key.name.clone() });
+                let object = Arc::new(Object { namespace: key.namespace.clone(), name: key.name.clone(), value: 0 });
                 expected.insert(key.clone(), object.clone());
                 kind.insert(key, object);
             };

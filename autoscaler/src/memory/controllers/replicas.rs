@@ -145,9 +145,10 @@ impl MemoryCluster {
             ..Default::default()
         };
         if deployment.status.as_ref() != Some(&status) {
-            let mut deployment = (*deployment).clone();
-            deployment.status = Some(status);
-            self.deployments.insert(key.clone(), Arc::new(deployment));
+            // Let go of this reference: the stored object is then edited in place, unless
+            // something else holds it.
+            drop(deployment);
+            self.deployments.update(key, |deployment| deployment.status = Some(status));
         }
     }
 
@@ -193,10 +194,10 @@ impl MemoryCluster {
             ..Default::default()
         };
         if rs.status.as_ref() != Some(&status) {
-            let mut rs = (*rs).clone();
-            rs.status = Some(status);
             let owner = rs.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).cloned();
-            self.replicasets.insert(key.clone(), Arc::new(rs));
+            // As for a Deployment's status: edited in place when nothing else holds it.
+            drop(rs);
+            self.replicasets.update(key, |rs| rs.status = Some(status));
             if let Some(owner) = owner
                 && let Some(workload) = Workload::from_owner(&owner.kind, &key.namespace, &owner.name)
             {
