@@ -157,8 +157,13 @@ impl<T> Kind<T> {
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<T>)> {
-        self.order.iter().map(|key| (key, self.object(key)))
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&ObjectKey, &Arc<T>)> + '_> {
+        // The cached list, when it is current, holds the objects in the keys' order: read
+        // along, without a lookup per key (the simulation's metrics walk the nodes each sample).
+        match self.cache.as_ref().filter(|_| self.changed.is_empty()) {
+            Some(list) => Box::new(self.order.iter().zip(list.iter())),
+            None => Box::new(self.order.iter().map(|key| (key, self.object(key)))),
+        }
     }
 
     pub fn keys(&self) -> Vec<ObjectKey> {
@@ -363,7 +368,18 @@ mod tests {
                         edited += 1;
                     }
                     Edit::List => {
+                        // Walked in key order before the list is brought up to date (each key
+                        // looked up) and after (along the current list): the same objects.
+                        let walked = |kind: &Kind<Object>| kind.iter().map(|(k, o)| (k.clone(), o.clone())).collect::<Vec<_>>();
+                        let before = walked(&kind);
                         let list = kind.shared();
+                        for walked in [before, walked(&kind)] {
+                            proptest::prop_assert_eq!(walked.len(), expected.len());
+                            for ((key, object), (wanted_key, wanted)) in walked.iter().zip(&expected) {
+                                proptest::prop_assert_eq!(key, wanted_key);
+                                proptest::prop_assert!(Arc::ptr_eq(object, wanted));
+                            }
+                        }
                         proptest::prop_assert_eq!(list.len(), expected.len());
                         for (listed, wanted) in list.iter().zip(expected.values()) {
                             proptest::prop_assert!(Arc::ptr_eq(listed, wanted), "{listed:?} listed, {wanted:?} expected");
