@@ -41,5 +41,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 
+# Only the `[[bench]]` targets: plain `--no-run` also builds every library and binary as a
+# release test harness (the autoscaler crate twice over), a quarter of a cold run's time.
 echo "== benchmarks compile"
-cargo bench --workspace --locked --no-run
+cargo bench --workspace --locked --bench '*' --no-run
