@@ -94,23 +94,21 @@ impl Controllers {
         self.checked
     }
 
-    /// As `insert`, the namespace copied only when it is new (this runs for every controller of
-    /// the cluster at every loop).
     fn insert_meta(&mut self, kind: ControllerKind, meta: &ObjectMeta, replicas: Option<i32>) {
         let namespace = meta.namespace.as_deref().unwrap_or("default");
-        let name = meta.name.clone().unwrap_or_default();
-        let namespaces = self.by_kind.entry(kind).or_default();
-        if !namespaces.contains_key(namespace) {
-            namespaces.insert(namespace.to_string(), HashMap::default());
-        }
-        if let Some(names) = namespaces.get_mut(namespace) {
-            names.insert(name, KnownController { replicas });
-        }
+        self.insert(kind, namespace, meta.name.clone().unwrap_or_default(), replicas);
     }
 
-    /// Adds (or replaces) one controller.
-    pub fn insert(&mut self, kind: ControllerKind, namespace: String, name: String, replicas: Option<i32>) {
-        self.by_kind.entry(kind).or_default().entry(namespace).or_default().insert(name, KnownController { replicas });
+    /// Adds (or replaces) one controller. The namespace is copied only when it is new: this
+    /// runs for every controller of the cluster at every loop.
+    pub fn insert(&mut self, kind: ControllerKind, namespace: &str, name: String, replicas: Option<i32>) {
+        let namespaces = self.by_kind.entry(kind).or_default();
+        let controller = KnownController { replicas };
+        if let Some(names) = namespaces.get_mut(namespace) {
+            names.insert(name, controller);
+        } else {
+            namespaces.entry(namespace.to_string()).or_default().insert(name, controller);
+        }
     }
 
     /// The controller of this kind with this name in this namespace, if it exists.

@@ -109,6 +109,7 @@ impl ClusterState {
         // Per group (as `cloud.groups` lists them): ready, unready, not started. Counted by the
         // group's index, which the cloud state keeps per node: hundreds of nodes a loop.
         let mut counts = vec![[0usize; 3]; cloud.groups.len()];
+        let mut totals = [0usize; 3];
         state.readiness.reserve(view.nodes.len());
         for node in &view.nodes {
             let name = node.metadata.name.as_deref().unwrap_or_default();
@@ -122,16 +123,13 @@ impl ClusterState {
                 Readiness::Unready => 1,
                 Readiness::NotStarted => 2,
             };
-            match r {
-                Readiness::Ready => state.ready += 1,
-                Readiness::Unready => state.unready += 1,
-                Readiness::NotStarted => state.not_started += 1,
-            }
+            totals[slot] += 1;
             if let Some(i) = index {
                 counts[i][slot] += 1;
             }
             state.readiness.insert(name.to_string(), r);
         }
+        [state.ready, state.unready, state.not_started] = totals;
         for (g, [ready, unready, not_started]) in cloud.groups.iter().zip(counts) {
             let mut gs = GroupState { ready, unready, not_started, ..Default::default() };
             gs.unregistered = g.instances.iter().filter(|i| !registered_ids.contains(i.id.as_str())).count();

@@ -97,7 +97,7 @@ fn controllers() -> Controllers {
         (ControllerKind::DaemonSet, "default", "agent", None),
         (ControllerKind::ReplicaSet, KUBE_SYSTEM_NAMESPACE, "dns", Some(2)),
     ] {
-        c.insert(kind, namespace.into(), name.into(), replicas);
+        c.insert(kind, namespace, name.into(), replicas);
     }
     c
 }
@@ -247,7 +247,7 @@ fn min_replicas_reached_blocks() {
 #[test]
 fn min_replicas_unchecked_when_replicas_unset() {
     let mut c = Cluster::new().with_options(|o| o.min_replica_count = 5);
-    c.controllers.insert(ControllerKind::ReplicaSet, "default".into(), "unset".into(), None);
+    c.controllers.insert(ControllerKind::ReplicaSet, "default", "unset".into(), None);
     assert_eq!(c.outcome(with_owner(bare("a"), "ReplicaSet", "unset")), PodDrainOutcome::Move);
 }
 
