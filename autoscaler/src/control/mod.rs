@@ -401,6 +401,7 @@ impl Autoscaler {
             &self.options,
             now,
             &mut self.memory.instances,
+            &mut self.memory.node_facts,
             &|group| registry.scale_up_request(group).is_some(),
         )
         .await?;

@@ -26,7 +26,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::cluster_state::InstanceIds;
-use super::readiness::{Readiness, readiness};
+use super::node_facts::{NodeFacts, NodeFactsMemo};
 use super::templates::qualifies_as_template;
 use crate::config::AutoscalingOptions;
 
@@ -63,6 +63,8 @@ pub struct CloudState {
     pub node_groups: FxHashMap<String, usize>,
     /// Node name → GPU configuration, for GPU nodes.
     pub node_gpus: FxHashMap<String, GpuConfig>,
+    /// The facts of the nodes gathered, in their order (see [`CloudState::facts_of`]).
+    pub node_facts: Vec<NodeFacts>,
     pub gpu_label: String,
     pub resource_limiter: ResourceLimiter,
     pub pricing: Option<Arc<dyn PricingModel>>,
@@ -96,22 +98,32 @@ impl CloudState {
         options: &AutoscalingOptions,
         now: Timestamp,
     ) -> Result<CloudState, CloudProviderError> {
-        Self::read(provider, nodes, options, now, None).await
+        let facts = nodes.iter().map(|node| NodeFacts::read(node, options, provider)).collect();
+        Self::read(provider, nodes, facts, options, now, None).await
     }
 
     /// The control loop's read: as [`CloudState::gather`], with each group's instances taken
     /// from `cache` when they can be trusted (see [`InstanceCache`]). `scaling_up` tells which
     /// groups have a scale-up request in flight; `now` is the loop's clock, so `simulate` on its
-    /// virtual clock keeps the cache as the controller does.
+    /// virtual clock keeps the cache as the controller does. The nodes' facts come from `facts`,
+    /// read again only for nodes that changed.
     pub async fn gather_for_loop(
         provider: &dyn CloudProvider,
         nodes: &[Arc<Node>],
         options: &AutoscalingOptions,
         now: Timestamp,
         cache: &mut InstanceCache,
+        facts: &mut NodeFactsMemo,
         scaling_up: ScalingUp<'_>,
     ) -> Result<CloudState, CloudProviderError> {
-        Self::read(provider, nodes, options, now, Some((cache, scaling_up))).await
+        let facts = facts.facts(nodes, options, provider);
+        Self::read(provider, nodes, facts, options, now, Some((cache, scaling_up))).await
+    }
+
+    /// The facts of `node`, the `index`-th of the nodes gathered, when that is the very version
+    /// gathered (a cloud state may be read with another list of nodes).
+    pub fn facts_of(&self, index: usize, node: &Arc<Node>) -> Option<&NodeFacts> {
+        self.node_facts.get(index).filter(|facts| facts.are_of(node))
     }
 
     /// Groups, and nodes' groups, are asked concurrently (bounded), so a provider behind a
@@ -120,6 +132,7 @@ impl CloudState {
     async fn read(
         provider: &dyn CloudProvider,
         nodes: &[Arc<Node>],
+        node_facts: Vec<NodeFacts>,
         options: &AutoscalingOptions,
         now: Timestamp,
         mut cache: Option<(&mut InstanceCache, ScalingUp<'_>)>,
@@ -151,30 +164,24 @@ impl CloudState {
         let mut template_node: Vec<Option<&Node>> = vec![None; groups.len()];
         let mut registered: InstanceIds<'_> = FxHashSet::default();
         registered.reserve(nodes.len());
-        for (node, owner) in nodes.iter().zip(owner_index) {
+        for ((node, owner), facts) in nodes.iter().zip(owner_index).zip(&node_facts) {
             let name = node.metadata.name.as_deref().unwrap_or_default();
             let instance_id = instance_id_for_node(node);
             if let Some(i) = owner {
                 state.node_groups.insert(name.to_string(), i);
                 members[i].insert(instance_id.clone());
-                // Readiness's startup time only tells not-started from unready nodes; either
-                // is not ready, which is all that matters here. Read only until the group has
-                // its template node.
-                if template_node[i].is_none()
-                    && qualifies_as_template(
-                        node,
-                        readiness(node, now, Duration::ZERO, options, &state.gpu_label) == Readiness::Ready,
-                        now,
-                    )
-                {
+                // Ready is all that matters here (the startup time only tells not-started from
+                // unready nodes). Read only until the group has its template node.
+                if template_node[i].is_none() && qualifies_as_template(node, facts.ready, now) {
                     template_node[i] = Some(node);
                 }
             }
             registered.insert(instance_id);
-            if let Some(gpu) = provider.node_gpu_config(node) {
-                state.node_gpus.insert(name.to_string(), gpu);
+            if let Some(gpu) = &facts.gpu {
+                state.node_gpus.insert(name.to_string(), gpu.clone());
             }
         }
+        state.node_facts = node_facts;
         if let Some((cache, _)) = cache.as_mut() {
             cache.begin();
         }
@@ -589,16 +596,25 @@ mod tests {
         let (provider, calls, nodes) = setup();
         let options = AutoscalingOptions::default();
         let mut cache = InstanceCache::default();
+        let mut facts = NodeFactsMemo::default();
         let no_scale_up = |_: &str| false;
         for (seconds, reads) in [(0, 2), (10, 0), (119, 0), (120, 2), (130, 0)] {
-            CloudState::gather_for_loop(provider.as_ref(), &nodes, &options, at(seconds), &mut cache, &no_scale_up)
-                .await
-                .unwrap();
+            CloudState::gather_for_loop(
+                provider.as_ref(),
+                &nodes,
+                &options,
+                at(seconds),
+                &mut cache,
+                &mut facts,
+                &no_scale_up,
+            )
+            .await
+            .unwrap();
             assert_eq!(count(&calls, "NodeGroupNodes"), reads, "at {seconds}s");
         }
         // A group with a scale-up in flight is read every loop, as upstream invalidates it.
         let a_scales_up = |id: &str| id == "a";
-        CloudState::gather_for_loop(provider.as_ref(), &nodes, &options, at(140), &mut cache, &a_scales_up)
+        CloudState::gather_for_loop(provider.as_ref(), &nodes, &options, at(140), &mut cache, &mut facts, &a_scales_up)
             .await
             .unwrap();
         assert_eq!(count(&calls, "NodeGroupNodes"), 1);
@@ -612,10 +628,19 @@ mod tests {
         let (provider, calls, nodes) = setup();
         let options = AutoscalingOptions::default();
         let mut cache = InstanceCache::default();
+        let mut facts = NodeFactsMemo::default();
         let no_scale_up = |_: &str| false;
-        let state = CloudState::gather_for_loop(provider.as_ref(), &nodes, &options, at(0), &mut cache, &no_scale_up)
-            .await
-            .unwrap();
+        let state = CloudState::gather_for_loop(
+            provider.as_ref(),
+            &nodes,
+            &options,
+            at(0),
+            &mut cache,
+            &mut facts,
+            &no_scale_up,
+        )
+        .await
+        .unwrap();
         calls.take();
         // Deleting a's first node through the loop's handle (the static provider lowers the
         // target and keeps listing the instance until the node goes).
@@ -623,10 +648,17 @@ mod tests {
         calls.take();
         let mut reads = Vec::new();
         for seconds in [10, 20, 30] {
-            let state =
-                CloudState::gather_for_loop(provider.as_ref(), &nodes, &options, at(seconds), &mut cache, &no_scale_up)
-                    .await
-                    .unwrap();
+            let state = CloudState::gather_for_loop(
+                provider.as_ref(),
+                &nodes,
+                &options,
+                at(seconds),
+                &mut cache,
+                &mut facts,
+                &no_scale_up,
+            )
+            .await
+            .unwrap();
             reads.push(count(&calls, "NodeGroupNodes"));
             assert_eq!(state.group("a").unwrap().instances.len(), 2, "the instance is listed until the node goes");
         }
@@ -636,10 +668,43 @@ mod tests {
         let remaining = vec![nodes[1].clone()];
         provider.observe_nodes(&remaining);
         for seconds in [40, 50] {
-            CloudState::gather_for_loop(provider.as_ref(), &remaining, &options, at(seconds), &mut cache, &no_scale_up)
-                .await
-                .unwrap();
+            CloudState::gather_for_loop(
+                provider.as_ref(),
+                &remaining,
+                &options,
+                at(seconds),
+                &mut cache,
+                &mut facts,
+                &no_scale_up,
+            )
+            .await
+            .unwrap();
         }
         assert_eq!(count(&calls, "NodeGroupNodes"), 1, "read once the node went, then settled");
+    }
+
+    #[tokio::test]
+    async fn the_loop_keeps_node_facts_per_version_and_they_stand_only_for_that_version() {
+        let (provider, _, nodes) = setup();
+        let options = AutoscalingOptions::default();
+        let (mut cache, mut facts) = (InstanceCache::default(), NodeFactsMemo::default());
+        let no_scale_up = |_: &str| false;
+        let mut gather = async |nodes: &[Arc<Node>]| {
+            CloudState::gather_for_loop(provider.as_ref(), nodes, &options, at(0), &mut cache, &mut facts, &no_scale_up)
+                .await
+                .unwrap()
+        };
+        let first = gather(&nodes).await;
+        let plan = CloudState::gather(provider.as_ref(), &nodes, &options, at(0)).await.unwrap();
+        assert_eq!(first.node_facts, plan.node_facts, "the loop and plan read the same facts");
+        assert!(first.node_facts.iter().all(|f| f.ready));
+        // A node read again (a new version with the same content) is not the version gathered.
+        let copy = Arc::new((*nodes[0]).clone());
+        assert!(first.facts_of(0, &nodes[0]).is_some());
+        assert!(first.facts_of(0, &copy).is_none() && first.facts_of(1, &nodes[0]).is_none());
+        let mut changed = nodes.clone();
+        changed[0] = copy.clone();
+        let second = gather(&changed).await;
+        assert!(second.facts_of(0, &copy).is_some() && second.facts_of(1, &nodes[1]).is_some());
     }
 }

@@ -111,13 +111,17 @@ impl ClusterState {
         let mut counts = vec![[0usize; 3]; cloud.groups.len()];
         let mut totals = [0usize; 3];
         state.readiness.reserve(view.nodes.len());
-        for node in &view.nodes {
+        for (position, node) in view.nodes.iter().enumerate() {
             let name = node.metadata.name.as_deref().unwrap_or_default();
             let index = cloud.node_groups.get(name).copied();
             let startup = index.map_or(options.node_group_defaults.max_node_startup_time, |i| {
                 cloud.groups[i].options.max_node_startup_time
             });
-            let r = readiness(node, now, startup, options, &cloud.gpu_label);
+            // The facts the cloud state was gathered with, unless it was gathered from other nodes.
+            let r = match cloud.facts_of(position, node) {
+                Some(facts) => facts.readiness(now, startup),
+                None => readiness(node, now, startup, options, &cloud.gpu_label),
+            };
             let slot = match r {
                 Readiness::Ready => 0,
                 Readiness::Unready => 1,

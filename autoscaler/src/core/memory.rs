@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use k8s_openapi::jiff::Timestamp;
 
 use super::cloud::InstanceCache;
+use super::node_facts::NodeFactsMemo;
 use super::plan::UnremovableReason;
 
 #[derive(Clone, Debug, Default)]
@@ -27,6 +28,9 @@ pub struct LoopMemory {
     /// The groups' cloud instances, read again only when they may have changed (upstream's
     /// instance cache); `plan` does not use it.
     pub instances: InstanceCache,
+    /// What each node version listed last reads to (readiness, GPUs): read again only for
+    /// nodes that changed.
+    pub node_facts: NodeFactsMemo,
     /// `plan` has no history: treat every unneeded node as unneeded long enough, so the plan
     /// shows what the loop will do once the unneeded time has passed.
     pub assume_unneeded_long_enough: bool,

@@ -61,6 +61,35 @@ pub fn gpu_not_ready(node: &Node, gpu_label: &str, gpu_resource: &str) -> bool {
     allocatable == 0
 }
 
+/// Whether a node counts as ready by what it reports of itself (`reports_ready`, no startup
+/// taint, GPUs reported when labelled): all of readiness that the clock does not change.
+pub fn ready_for_pods(node: &Node, options: &AutoscalingOptions, gpu_label: &str) -> bool {
+    reports_ready(node)
+        && !has_startup_taint(node, options)
+        && !gpu_not_ready(node, gpu_label, simulator::resources::NVIDIA_GPU)
+}
+
+/// A node's readiness at `now`, from `ready_for_pods` and its creation time: a node not ready
+/// yet is still starting while it is younger than `max_node_startup_time`.
+pub fn readiness_at(
+    ready: bool,
+    created: Option<Timestamp>,
+    now: Timestamp,
+    max_node_startup_time: Duration,
+) -> Readiness {
+    if ready {
+        return Readiness::Ready;
+    }
+    match created {
+        Some(created) if now.duration_since(created).unsigned_abs() < max_node_startup_time && created <= now => {
+            Readiness::NotStarted
+        }
+        _ => Readiness::Unready,
+    }
+}
+
+/// A node's readiness at `now`, read from the node (the loop keeps what it reads of each node
+/// version: `NodeFacts`).
 pub fn readiness(
     node: &Node,
     now: Timestamp,
@@ -68,19 +97,8 @@ pub fn readiness(
     options: &AutoscalingOptions,
     gpu_label: &str,
 ) -> Readiness {
-    let ready = reports_ready(node)
-        && !has_startup_taint(node, options)
-        && !gpu_not_ready(node, gpu_label, simulator::resources::NVIDIA_GPU);
-    if ready {
-        return Readiness::Ready;
-    }
     let created = node.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    match created {
-        Some(created) if now.duration_since(created).unsigned_abs() < max_node_startup_time && created <= now => {
-            Readiness::NotStarted
-        }
-        _ => Readiness::Unready,
-    }
+    readiness_at(ready_for_pods(node, options, gpu_label), created, now, max_node_startup_time)
 }
 
 /// The time the `ToBeDeletedByClusterAutoscaler` taint was set, if the node carries it.
