@@ -19,6 +19,7 @@ use simulator::labels::Selector;
 use simulator::{NodeInfo, PodInfo};
 
 use super::config::MemoryClusterConfig;
+use super::label_index::LabelIndex;
 use super::scheduler::SchedulerState;
 use super::store::{Kind, ObjectKey};
 use crate::control::schedule::UnschedulablePodSignal;
@@ -94,8 +95,9 @@ pub struct MemoryCluster {
     pub(super) unschedulable: BTreeSet<ObjectKey>,
     /// Counts the changes of `unschedulable`: a reader that saw this count has seen the set.
     pub(super) unschedulable_changes: u64,
-    /// (namespace, label key, label value) → pods, so PDBs find their pods without a scan.
-    pub(super) pods_by_label: HashMap<(String, String, String), BTreeSet<ObjectKey>>,
+    /// (namespace, label key, label value) → pods, so PDBs and pod autoscalers find their pods
+    /// without a scan.
+    pub(super) pods_by_label: LabelIndex,
     /// Counts the stores and removals of pods: `selected` was answered at this count.
     pub(super) pods_version: u64,
     /// The last answer of `selected_pods`: a pod autoscaler's sync asks for its target's pods,
@@ -166,7 +168,7 @@ impl MemoryCluster {
             pods_by_owner: HashMap::default(),
             unschedulable: BTreeSet::new(),
             unschedulable_changes: 0,
-            pods_by_label: HashMap::default(),
+            pods_by_label: LabelIndex::default(),
             pods_version: 0,
             selected: None,
             deployments: Kind::default(),
@@ -412,17 +414,15 @@ impl MemoryCluster {
     fn select_pods(&self, namespace: &str, selector: &Selector) -> Vec<Arc<PodInfo>> {
         let selects = |pod: &&Arc<PodInfo>| selector.matches(pod.labels());
         match selector.required_equality() {
-            Some((label, value)) => {
-                let index_key = (namespace.to_string(), label.to_string(), value.to_string());
-                self.pods_by_label
-                    .get(&index_key)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|key| self.pod_infos.get(key))
-                    .filter(selects)
-                    .cloned()
-                    .collect()
-            }
+            Some((label, value)) => self
+                .pods_by_label
+                .get(namespace, label, value)
+                .into_iter()
+                .flatten()
+                .map(|(_, pod)| pod)
+                .filter(selects)
+                .cloned()
+                .collect(),
             None => self.pod_infos.in_namespace(namespace).map(|(_, pod)| pod).filter(selects).cloned().collect(),
         }
     }

@@ -46,6 +46,7 @@ mod actions;
 mod cluster;
 mod config;
 mod controllers;
+mod label_index;
 mod nodes;
 mod objects;
 mod pods;

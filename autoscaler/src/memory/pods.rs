@@ -241,20 +241,6 @@ impl MemoryCluster {
         }
     }
 
-    fn index_labels(&mut self, key: &ObjectKey, labels: Option<&BTreeMap<String, String>>, present: bool) {
-        for (label, value) in labels.into_iter().flatten() {
-            let index_key = (key.namespace.clone(), label.clone(), value.clone());
-            if present {
-                self.pods_by_label.entry(index_key).or_default().insert(key.clone());
-            } else if let Some(keys) = self.pods_by_label.get_mut(&index_key) {
-                keys.remove(key);
-                if keys.is_empty() {
-                    self.pods_by_label.remove(&index_key);
-                }
-            }
-        }
-    }
-
     /// Stores a pod (new or changed) and tells everyone who cares.
     pub(super) fn put_pod(&mut self, pod: Pod, change: PodChange) {
         let now = self.now();
@@ -313,10 +299,11 @@ impl MemoryCluster {
         }
 
         let old_labels = old.as_deref().and_then(|o| o.metadata.labels.as_ref());
-        if old.is_none() || old_labels != pod.metadata.labels.as_ref() {
-            self.index_labels(&key, old_labels, false);
-            self.index_labels(&key, pod.metadata.labels.as_ref(), true);
+        if old_labels != pod.metadata.labels.as_ref() {
+            self.pods_by_label.remove(&key, old_labels);
         }
+        // The index holds the pod's compact form: replaced at every store.
+        self.pods_by_label.store(&key, pod.metadata.labels.as_ref(), &info);
 
         self.snapshot_pod_changed(&key, old.as_deref(), old_info.as_ref(), &pod, &info, change);
 
@@ -363,7 +350,7 @@ impl MemoryCluster {
         {
             keys.remove(key);
         }
-        self.index_labels(key, pod.metadata.labels.as_ref(), false);
+        self.pods_by_label.remove(key, pod.metadata.labels.as_ref());
         self.snapshot_pod_removed(key, info.as_ref());
         self.notify_pod_watchers(Some(&pod), None);
         Some(pod)

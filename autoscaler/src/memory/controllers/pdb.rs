@@ -112,10 +112,10 @@ impl MemoryCluster {
         let candidates: Vec<&Arc<Pod>> = match selector.required_equality() {
             Some((label, value)) => self
                 .pods_by_label
-                .get(&(namespace.to_string(), label.to_string(), value.to_string()))
+                .get(namespace, label, value)
                 .into_iter()
                 .flatten()
-                .filter_map(|k| self.pods.get(k))
+                .filter_map(|(k, _)| self.pods.get(k))
                 .collect(),
             None => self.pods.in_namespace(namespace).map(|(_, p)| p).collect(),
         };
