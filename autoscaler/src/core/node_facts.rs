@@ -52,13 +52,13 @@ fn version_of(node: &Arc<Node>) -> usize {
     Arc::as_ptr(node) as usize
 }
 
-/// The facts of the node versions the last loop listed. A changed node is a new `Arc` (the
-/// sources never change a listed node in place); an entry keeps its version alive, so no other
-/// node can be given the same address while the entry stands. The options and the provider must
-/// be the same at every call: one memo belongs to one loop.
+/// The facts of the node versions the last loop listed, in its order. A changed node is a new
+/// `Arc` (the sources never change a listed node in place); the memo keeps the versions it read,
+/// so no other node can be given the same address while it stands. The options and the provider
+/// must be the same at every call: one memo belongs to one loop.
 #[derive(Clone, Debug, Default)]
 pub struct NodeFactsMemo {
-    by_version: FxHashMap<usize, (Arc<Node>, NodeFacts)>,
+    last: Vec<(Arc<Node>, NodeFacts)>,
 }
 
 impl NodeFactsMemo {
@@ -70,20 +70,27 @@ impl NodeFactsMemo {
         options: &AutoscalingOptions,
         provider: &dyn CloudProvider,
     ) -> Vec<NodeFacts> {
-        let mut last = std::mem::take(&mut self.by_version);
-        self.by_version.reserve(nodes.len());
-        nodes
+        let last = std::mem::take(&mut self.last);
+        // Lists mostly come in the same order as last time: a node is first looked for at its
+        // position, and by version only once the lists differ.
+        let mut by_version: Option<FxHashMap<usize, &NodeFacts>> = None;
+        let facts: Vec<NodeFacts> = nodes
             .iter()
-            .map(|node| {
-                let version = version_of(node);
-                let facts = match last.remove(&version) {
-                    Some((_, facts)) => facts,
-                    None => NodeFacts::read(node, options, provider),
-                };
-                self.by_version.insert(version, (node.clone(), facts.clone()));
-                facts
+            .enumerate()
+            .map(|(position, node)| match last.get(position) {
+                Some((_, facts)) if facts.are_of(node) => facts.clone(),
+                _ => {
+                    let by_version = by_version
+                        .get_or_insert_with(|| last.iter().map(|(_, facts)| (facts.version, facts)).collect());
+                    match by_version.get(&version_of(node)) {
+                        Some(facts) => (*facts).clone(),
+                        None => NodeFacts::read(node, options, provider),
+                    }
+                }
             })
-            .collect()
+            .collect();
+        self.last = nodes.iter().cloned().zip(facts.iter().cloned()).collect();
+        facts
     }
 }
 
@@ -130,8 +137,14 @@ mod tests {
         assert!(second[0].ready && second[0].are_of(&a_ready));
         assert_eq!(second[1], first[1]);
         // The old version of `a` is forgotten, and only the listed versions are kept.
-        assert_eq!(memo.by_version.len(), 2);
-        assert!(!memo.by_version.contains_key(&version_of(&a)));
+        assert_eq!(memo.last.len(), 2);
+        assert!(memo.last.iter().all(|(node, _)| !Arc::ptr_eq(node, &a)));
+
+        // Another order, a node gone and one new: each found by its version.
+        let c = node("c", "True");
+        let third = memo.facts(&[b.clone(), c.clone()], &options, &provider);
+        assert_eq!(third[0], first[1]);
+        assert!(third[1].are_of(&c) && third[1].ready);
     }
 
     #[test]
