@@ -166,7 +166,7 @@ impl Registry {
             let provision = group.options.max_node_provision_time;
             let mut long_unregistered = 0;
             let mut unregistered = 0;
-            for instance in &group.instances {
+            for instance in group.instances.iter() {
                 if registered.contains(instance.id.as_str()) {
                     continue;
                 }
@@ -300,7 +300,7 @@ mod tests {
         let registered = Arc::new(node("n1", "g", 4000, 16, 110));
         let mut g = group("g", 0, 3, &[&registered], (*registered).clone());
         // The scale-up's instance runs but never registered.
-        g.instances.push(Instance {
+        Arc::make_mut(&mut g.instances).push(Instance {
             id: "bench://g/n2".into(),
             status: Some(InstanceStatus { state: InstanceState::Running, error: None }),
         });

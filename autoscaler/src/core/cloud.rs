@@ -38,8 +38,9 @@ pub struct NodeGroupState {
     pub max_size: usize,
     pub target_size: usize,
     /// The group's instances: read this loop, or, in the control loop, remembered from an
-    /// earlier one while nothing suggests they changed ([`InstanceCache`]).
-    pub instances: Vec<Instance>,
+    /// earlier one while nothing suggests they changed ([`InstanceCache`]). Shared with that
+    /// cache, which would otherwise copy every settled group's list every loop.
+    pub instances: Arc<Vec<Instance>>,
     /// The provider's template (`TemplateNodeInfo`), when it has one. Asked for only when no
     /// node of the group qualifies as its template: `None` also when a real node will serve.
     pub template: Option<NodeTemplate>,
@@ -262,9 +263,9 @@ async fn group_state(
         async { if cached.is_none() { group.nodes().await.map(Some) } else { Ok(None) } },
     )?;
     let (instances, fresh) = match (read, cached) {
-        (Some(instances), _) => (instances, true),
+        (Some(instances), _) => (Arc::new(instances), true),
         (None, Some(cached)) => cached.resolve(group.as_ref(), target_size).await?,
-        (None, None) => (group.nodes().await?, true),
+        (None, None) => (Arc::new(group.nodes().await?), true),
     };
     let template_gpu = match template_node {
         Some(node) => provider.node_gpu_config(node),
@@ -301,7 +302,7 @@ const READS_AFTER_CHANGE: u8 = 2;
 /// A group's remembered instances that may stand for this loop's.
 #[derive(Debug)]
 struct Cached {
-    instances: Vec<Instance>,
+    instances: Arc<Vec<Instance>>,
     /// The refresh interval has passed: read them again.
     due: bool,
     /// Young enough to stand in when the periodic read fails.
@@ -312,13 +313,17 @@ impl Cached {
     /// The instances to use, and whether they were read now. A target size that no longer
     /// matches them (a scale-up or scale-down, ours or someone else's) means they did or will
     /// change: they are read again, and cannot stand in when that fails.
-    async fn resolve(self, group: &dyn NodeGroup, target_size: usize) -> cloudprovider::Result<(Vec<Instance>, bool)> {
+    async fn resolve(
+        self,
+        group: &dyn NodeGroup,
+        target_size: usize,
+    ) -> cloudprovider::Result<(Arc<Vec<Instance>>, bool)> {
         let matches = self.instances.len() == target_size;
         if matches && !self.due {
             return Ok((self.instances, false));
         }
         match group.nodes().await {
-            Ok(instances) => Ok((instances, true)),
+            Ok(instances) => Ok((Arc::new(instances), true)),
             Err(e) if matches && self.fallback => {
                 // As upstream's background refresh: the failure is logged, the entry kept.
                 tracing::warn!("node group {}: instances not refreshed, using the last read: {e}", group.id());
@@ -331,7 +336,7 @@ impl Cached {
 
 #[derive(Clone, Debug)]
 struct CachedInstances {
-    instances: Vec<Instance>,
+    instances: Arc<Vec<Instance>>,
     read_at: Timestamp,
 }
 

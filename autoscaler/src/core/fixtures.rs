@@ -71,13 +71,15 @@ pub fn group(id: &str, min: usize, max: usize, members: &[&Node], template: Node
         min_size: min,
         max_size: max,
         target_size: members.len(),
-        instances: members
-            .iter()
-            .map(|n| Instance {
-                id: n.spec.as_ref().and_then(|s| s.provider_id.clone()).unwrap_or_default(),
-                status: Some(InstanceStatus { state: InstanceState::Running, error: None }),
-            })
-            .collect(),
+        instances: Arc::new(
+            members
+                .iter()
+                .map(|n| Instance {
+                    id: n.spec.as_ref().and_then(|s| s.provider_id.clone()).unwrap_or_default(),
+                    status: Some(InstanceStatus { state: InstanceState::Running, error: None }),
+                })
+                .collect(),
+        ),
         template: Some(NodeTemplate { node: template, pods: Vec::new() }),
         template_gpu: None,
         options: NodeGroupAutoscalingOptions::default(),
