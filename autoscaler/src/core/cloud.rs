@@ -596,32 +596,40 @@ mod tests {
     /// 30 s after the fixtures' nodes became Ready.
     const CREATED_PLUS_30S: &str = "2026-01-01T00:00:30Z";
 
+    /// What the loop keeps from one gather to the next.
+    #[derive(Default)]
+    struct LoopCaches {
+        instances: InstanceCache,
+        facts: NodeFactsMemo,
+    }
+
+    impl LoopCaches {
+        async fn gather(
+            &mut self,
+            provider: &dyn CloudProvider,
+            nodes: &[Arc<Node>],
+            now: Timestamp,
+            scaling_up: ScalingUp<'_>,
+        ) -> CloudState {
+            let options = AutoscalingOptions::default();
+            let (instances, facts) = (&mut self.instances, &mut self.facts);
+            CloudState::gather_for_loop(provider, nodes, &options, now, instances, facts, scaling_up).await.unwrap()
+        }
+    }
+
     #[tokio::test]
     async fn the_loop_reads_settled_instances_every_two_minutes_and_plan_every_time() {
         let (provider, calls, nodes) = setup();
         let options = AutoscalingOptions::default();
-        let mut cache = InstanceCache::default();
-        let mut facts = NodeFactsMemo::default();
+        let mut caches = LoopCaches::default();
         let no_scale_up = |_: &str| false;
         for (seconds, reads) in [(0, 2), (10, 0), (119, 0), (120, 2), (130, 0)] {
-            CloudState::gather_for_loop(
-                provider.as_ref(),
-                &nodes,
-                &options,
-                at(seconds),
-                &mut cache,
-                &mut facts,
-                &no_scale_up,
-            )
-            .await
-            .unwrap();
+            caches.gather(provider.as_ref(), &nodes, at(seconds), &no_scale_up).await;
             assert_eq!(count(&calls, "NodeGroupNodes"), reads, "at {seconds}s");
         }
         // A group with a scale-up in flight is read every loop, as upstream invalidates it.
         let a_scales_up = |id: &str| id == "a";
-        CloudState::gather_for_loop(provider.as_ref(), &nodes, &options, at(140), &mut cache, &mut facts, &a_scales_up)
-            .await
-            .unwrap();
+        caches.gather(provider.as_ref(), &nodes, at(140), &a_scales_up).await;
         assert_eq!(count(&calls, "NodeGroupNodes"), 1);
         // plan remembers nothing.
         CloudState::gather(provider.as_ref(), &nodes, &options, at(150)).await.unwrap();
@@ -631,21 +639,9 @@ mod tests {
     #[tokio::test]
     async fn a_group_the_loop_changes_is_read_again_the_next_two_loops() {
         let (provider, calls, nodes) = setup();
-        let options = AutoscalingOptions::default();
-        let mut cache = InstanceCache::default();
-        let mut facts = NodeFactsMemo::default();
+        let mut caches = LoopCaches::default();
         let no_scale_up = |_: &str| false;
-        let state = CloudState::gather_for_loop(
-            provider.as_ref(),
-            &nodes,
-            &options,
-            at(0),
-            &mut cache,
-            &mut facts,
-            &no_scale_up,
-        )
-        .await
-        .unwrap();
+        let state = caches.gather(provider.as_ref(), &nodes, at(0), &no_scale_up).await;
         calls.take();
         // Deleting a's first node through the loop's handle (the static provider lowers the
         // target and keeps listing the instance until the node goes).
@@ -653,17 +649,7 @@ mod tests {
         calls.take();
         let mut reads = Vec::new();
         for seconds in [10, 20, 30] {
-            let state = CloudState::gather_for_loop(
-                provider.as_ref(),
-                &nodes,
-                &options,
-                at(seconds),
-                &mut cache,
-                &mut facts,
-                &no_scale_up,
-            )
-            .await
-            .unwrap();
+            let state = caches.gather(provider.as_ref(), &nodes, at(seconds), &no_scale_up).await;
             reads.push(count(&calls, "NodeGroupNodes"));
             assert_eq!(state.group("a").unwrap().instances.len(), 2, "the instance is listed until the node goes");
         }
@@ -673,17 +659,7 @@ mod tests {
         let remaining = vec![nodes[1].clone()];
         provider.observe_nodes(&remaining);
         for seconds in [40, 50] {
-            CloudState::gather_for_loop(
-                provider.as_ref(),
-                &remaining,
-                &options,
-                at(seconds),
-                &mut cache,
-                &mut facts,
-                &no_scale_up,
-            )
-            .await
-            .unwrap();
+            caches.gather(provider.as_ref(), &remaining, at(seconds), &no_scale_up).await;
         }
         assert_eq!(count(&calls, "NodeGroupNodes"), 1, "read once the node went, then settled");
     }
@@ -692,14 +668,9 @@ mod tests {
     async fn the_loop_keeps_node_facts_per_version_and_they_stand_only_for_that_version() {
         let (provider, _, nodes) = setup();
         let options = AutoscalingOptions::default();
-        let (mut cache, mut facts) = (InstanceCache::default(), NodeFactsMemo::default());
+        let mut caches = LoopCaches::default();
         let no_scale_up = |_: &str| false;
-        let mut gather = async |nodes: &[Arc<Node>]| {
-            CloudState::gather_for_loop(provider.as_ref(), nodes, &options, at(0), &mut cache, &mut facts, &no_scale_up)
-                .await
-                .unwrap()
-        };
-        let first = gather(&nodes).await;
+        let first = caches.gather(provider.as_ref(), &nodes, at(0), &no_scale_up).await;
         let plan = CloudState::gather(provider.as_ref(), &nodes, &options, at(0)).await.unwrap();
         assert_eq!(first.node_facts, plan.node_facts, "the loop and plan read the same facts");
         assert!(first.node_facts.iter().all(|f| f.ready));
@@ -709,7 +680,7 @@ mod tests {
         assert!(first.facts_of(0, &copy).is_none() && first.facts_of(1, &nodes[0]).is_none());
         let mut changed = nodes.clone();
         changed[0] = copy.clone();
-        let second = gather(&changed).await;
+        let second = caches.gather(provider.as_ref(), &changed, at(0), &no_scale_up).await;
         assert!(second.facts_of(0, &copy).is_some() && second.facts_of(1, &nodes[1]).is_some());
     }
 }
