@@ -32,6 +32,7 @@ use simulator::{NodeInfo, PodInfo};
 use super::registry::Registry;
 use crate::config::AutoscalingOptions;
 use crate::core::ClusterView;
+use crate::core::name_memo::NameMemo;
 use crate::ports::{ClusterActions, Event, EventReason, EventType, EvictionError, ObjectRef, PortError};
 
 /// Why a node is removed (the `reason` label of `scaled_down_nodes_total`).
@@ -260,15 +261,16 @@ impl Actuator {
         }
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         // The pods of the nodes in flight, found in one walk over the view's pods the first time
-        // a node's pods are needed.
+        // a node's pods are needed (each node name looked up once, by its address).
         let mut pods_by_node: Option<FxHashMap<&str, Vec<&Arc<PodInfo>>>> = None;
         let in_flight: FxHashSet<&str> = names.iter().map(String::as_str).collect();
         let mut pods_on = |name: &str| -> Vec<&Arc<PodInfo>> {
             let by_node = pods_by_node.get_or_insert_with(|| {
                 let mut by_node: FxHashMap<&str, Vec<&Arc<PodInfo>>> = FxHashMap::default();
+                let mut is_in_flight = NameMemo::default();
                 for p in &view.pods {
                     if let Some(node) = p.node_name()
-                        && in_flight.contains(node)
+                        && is_in_flight.get(node, |node| in_flight.contains(node))
                     {
                         by_node.entry(node).or_default().push(p);
                     }

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 use simulator::PodInfo;
 
+use super::name_memo::NameMemo;
 use super::view::{ClusterView, SharedList};
 use crate::config::AutoscalingOptions;
 
@@ -164,7 +165,7 @@ impl ClassificationCache {
                     .zip(&view.nodes)
                     .all(|(kept, n)| **kept == *n.metadata.name.as_deref().unwrap_or(""))
         };
-        let mut sorter = Sorter { node_slots: &node_slots, options, slot_by_address: FxHashMap::default() };
+        let mut sorter = Sorter { node_slots: &node_slots, options, slots: NameMemo::default() };
         let (kept, sorting) = match guard.take() {
             Some(kept) if kept.options == sorting_options && same_nodes(&kept) && kept.pods.same_list(&view.pods) => {
                 (kept, Sorting::Same)
@@ -187,13 +188,12 @@ impl ClassificationCache {
     }
 }
 
-/// Sorts single pods; remembers the slot of each node name it met (pods share their node's
-/// name, interned by the sources, so a slot is found by the name's address, not by hashing it
-/// again for each pod).
+/// Sorts single pods; remembers the slot of each node name it met, by the name's address
+/// (`NameMemo`). It lives for one sorting, while the lists it reads are held.
 struct Sorter<'a> {
     node_slots: &'a FxHashMap<&'a str, usize>,
     options: &'a AutoscalingOptions,
-    slot_by_address: FxHashMap<(*const u8, usize), Option<usize>>,
+    slots: NameMemo<Option<usize>>,
 }
 
 impl Sorter<'_> {
@@ -204,9 +204,7 @@ impl Sorter<'_> {
         let sorted = |class| Sorted { class, marked, bypassed, names_node };
         let unschedulable = marked || bypassed;
         let node_slots = self.node_slots;
-        let bound_to = pod.node_name().and_then(|n| {
-            *self.slot_by_address.entry((n.as_ptr(), n.len())).or_insert_with(|| node_slots.get(n).copied())
-        });
+        let bound_to = pod.node_name().and_then(|n| self.slots.get(n, |n| node_slots.get(n).copied()));
         if (bound_to.is_none() && !unschedulable) || pod.is_terminal() {
             return sorted(Class::Other);
         }

@@ -12,6 +12,7 @@ pub mod decide;
 pub mod fixtures;
 pub mod laps;
 pub mod memory;
+pub mod name_memo;
 pub mod node_facts;
 pub mod plan;
 pub mod readiness;
