@@ -27,6 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::cluster_state::InstanceIds;
 use super::node_facts::{NodeFacts, NodeFactsMemo};
+use super::node_positions::{NodePositions, name_of};
 use super::templates::qualifies_as_template;
 use crate::config::AutoscalingOptions;
 
@@ -58,10 +59,11 @@ pub struct NodeGroupState {
 pub struct CloudState {
     pub provider_name: String,
     pub groups: Vec<NodeGroupState>,
-    /// Node name → index into `groups`, for nodes the provider manages. (The maps and sets
-    /// keyed by node are filled every loop, one entry per node: a fast hash, as the keys are
-    /// the cluster's own names.)
-    pub node_groups: FxHashMap<String, usize>,
+    /// Where each node gathered is in the list, by name.
+    pub node_positions: Arc<NodePositions>,
+    /// By position in the nodes gathered: the index into `groups` of the node's group, for
+    /// nodes the provider manages.
+    pub node_group_indexes: Vec<Option<usize>>,
     /// Node name → GPU configuration, for GPU nodes.
     pub node_gpus: FxHashMap<String, GpuConfig>,
     /// The facts of the nodes gathered, in their order (see [`CloudState::facts_of`]).
@@ -81,7 +83,7 @@ impl std::fmt::Debug for CloudState {
         f.debug_struct("CloudState")
             .field("provider_name", &self.provider_name)
             .field("groups", &self.groups)
-            .field("node_groups", &self.node_groups)
+            .field("node_group_indexes", &self.node_group_indexes)
             .finish_non_exhaustive()
     }
 }
@@ -100,7 +102,7 @@ impl CloudState {
         now: Timestamp,
     ) -> Result<CloudState, CloudProviderError> {
         let facts = nodes.iter().map(|node| NodeFacts::read(node, options, provider)).collect();
-        Self::read(provider, nodes, facts, options, now, None).await
+        Self::read(provider, nodes, (facts, Arc::new(NodePositions::of(nodes))), options, now, None).await
     }
 
     /// The control loop's read: as [`CloudState::gather`], with each group's instances taken
@@ -133,7 +135,7 @@ impl CloudState {
     async fn read(
         provider: &dyn CloudProvider,
         nodes: &[Arc<Node>],
-        node_facts: Vec<NodeFacts>,
+        (node_facts, node_positions): (Vec<NodeFacts>, Arc<NodePositions>),
         options: &AutoscalingOptions,
         now: Timestamp,
         mut cache: Option<(&mut InstanceCache, ScalingUp<'_>)>,
@@ -161,15 +163,12 @@ impl CloudState {
         // one `build_templates` will take, as it walks the nodes in the same order).
         let mut members: Vec<InstanceIds<'_>> =
             per_group.iter().map(|&n| FxHashSet::with_capacity_and_hasher(n, Default::default())).collect();
-        state.node_groups.reserve(nodes.len());
         let mut template_node: Vec<Option<&Node>> = vec![None; groups.len()];
         let mut registered: InstanceIds<'_> = FxHashSet::default();
         registered.reserve(nodes.len());
-        for ((node, owner), facts) in nodes.iter().zip(owner_index).zip(&node_facts) {
-            let name = node.metadata.name.as_deref().unwrap_or_default();
+        for ((node, &owner), facts) in nodes.iter().zip(&owner_index).zip(&node_facts) {
             let instance_id = instance_id_for_node(node);
             if let Some(i) = owner {
-                state.node_groups.insert(name.to_string(), i);
                 members[i].insert(instance_id.clone());
                 // Ready is all that matters here (the startup time only tells not-started from
                 // unready nodes). Read only until the group has its template node.
@@ -179,10 +178,12 @@ impl CloudState {
             }
             registered.insert(instance_id);
             if let Some(gpu) = &facts.gpu {
-                state.node_gpus.insert(name.to_string(), gpu.clone());
+                state.node_gpus.insert(name_of(node).to_string(), gpu.clone());
             }
         }
         state.node_facts = node_facts;
+        state.node_positions = node_positions;
+        state.node_group_indexes = owner_index;
         if let Some((cache, _)) = cache.as_mut() {
             cache.begin();
         }
@@ -224,7 +225,12 @@ impl CloudState {
     }
 
     pub fn group_of_node(&self, node: &str) -> Option<&NodeGroupState> {
-        self.node_groups.get(node).map(|&i| &self.groups[i])
+        self.group_index_of_node(node).map(|i| &self.groups[i])
+    }
+
+    /// The index into `groups` of the node's group, for a node the provider manages.
+    pub fn group_index_of_node(&self, node: &str) -> Option<usize> {
+        self.node_positions.get(node).and_then(|position| self.node_group_indexes.get(position).copied().flatten())
     }
 }
 
@@ -662,6 +668,44 @@ mod tests {
             caches.gather(provider.as_ref(), &remaining, at(seconds), &no_scale_up).await;
         }
         assert_eq!(count(&calls, "NodeGroupNodes"), 1, "read once the node went, then settled");
+    }
+
+    /// The loop's cluster state reads the cloud state's positions and groups (gathered from the
+    /// same node versions); one of a cloud state gathered from the nodes in another order looks
+    /// them up by name. Both come to the same.
+    #[tokio::test]
+    async fn the_cluster_state_is_the_same_from_the_loops_cloud_state_and_from_one_of_the_nodes_reordered() {
+        use crate::core::ClusterState;
+        use crate::core::readiness::Readiness;
+        let (provider, _, mut nodes) = setup();
+        let mut unready = fixtures::node("a-2", "a", 4000, 16, 110);
+        if let Some(condition) = unready.status.as_mut().and_then(|s| s.conditions.as_mut()).and_then(|c| c.first_mut())
+        {
+            condition.status = "False".to_string();
+        }
+        nodes.push(Arc::new(unready));
+        nodes.push(Arc::new(fixtures::node("x-0", "x", 4000, 16, 110)));
+        let options = AutoscalingOptions::default();
+        let view = crate::core::ClusterView { nodes: nodes.clone(), ..Default::default() };
+        let mut caches = LoopCaches::default();
+        let looped = caches.gather(provider.as_ref(), &nodes, at(0), &|_: &str| false).await;
+        let reordered: Vec<Arc<Node>> = nodes.iter().rev().cloned().collect();
+        let other = CloudState::gather(provider.as_ref(), &reordered, &options, at(0)).await.unwrap();
+        for cloud in [&looped, &other] {
+            let groups: Vec<Option<&str>> = ["a-0", "a-2", "x-0", "nowhere"]
+                .iter()
+                .map(|n| cloud.group_of_node(n).map(|g| g.id.as_str()))
+                .collect();
+            assert_eq!(groups, [Some("a"), Some("a"), None, None]);
+        }
+        let from_loop = ClusterState::observe(&view, &looped, &options, at(0));
+        let from_other = ClusterState::observe(&view, &other, &options, at(0));
+        assert_eq!(from_loop, from_other);
+        let readiness: Vec<Option<Readiness>> =
+            ["a-0", "a-2", "x-0", "nowhere"].iter().map(|n| from_loop.readiness.get(n)).collect();
+        assert_eq!(readiness, [Some(Readiness::Ready), Some(Readiness::Unready), Some(Readiness::Ready), None]);
+        assert_eq!((from_loop.ready, from_loop.unready), (3, 1));
+        assert_eq!(from_loop.group("a").map(|g| (g.ready, g.unready)), Some((2, 1)));
     }
 
     #[tokio::test]

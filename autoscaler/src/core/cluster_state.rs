@@ -11,9 +11,10 @@ use std::sync::Arc;
 use cloudprovider_static::instance_id_for_node;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use super::cloud::CloudState;
+use super::node_positions::{NodePositions, name_of};
 use super::readiness::{Readiness, readiness};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
@@ -44,10 +45,31 @@ pub struct GroupState {
     pub deletions_in_progress: usize,
 }
 
+/// Node name → readiness: by the node's position in the list observed.
+#[derive(Clone, Debug, Default)]
+pub struct NodeReadiness {
+    positions: Arc<NodePositions>,
+    by_position: Vec<Readiness>,
+}
+
+impl NodeReadiness {
+    pub fn get(&self, node: &str) -> Option<Readiness> {
+        self.positions.get(node).and_then(|position| self.by_position.get(position).copied())
+    }
+}
+
+/// The same readiness for the same names, wherever the nodes were in their lists.
+impl PartialEq for NodeReadiness {
+    fn eq(&self, other: &Self) -> bool {
+        self.positions.len() == other.positions.len()
+            && self.positions.iter().all(|(name, _)| self.get(name) == other.get(name))
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterState {
-    /// Node name → readiness (a fast hash: filled every loop, one entry per node).
-    pub readiness: FxHashMap<String, Readiness>,
+    /// Every node's readiness.
+    pub readiness: NodeReadiness,
     pub groups: HashMap<String, GroupState>,
     pub ready: usize,
     pub unready: usize,
@@ -110,14 +132,22 @@ impl ClusterState {
         // group's index, which the cloud state keeps per node: hundreds of nodes a loop.
         let mut counts = vec![[0usize; 3]; cloud.groups.len()];
         let mut totals = [0usize; 3];
-        state.readiness.reserve(view.nodes.len());
+        // The loop's cloud state was gathered from these very nodes: their positions, groups
+        // and facts are its own. Otherwise (a cloud state of other nodes) they are looked up.
+        let gathered_from_these = cloud.node_facts.len() == view.nodes.len()
+            && view.nodes.iter().enumerate().all(|(position, node)| cloud.facts_of(position, node).is_some());
+        state.readiness.positions =
+            if gathered_from_these { cloud.node_positions.clone() } else { Arc::new(NodePositions::of(&view.nodes)) };
+        state.readiness.by_position.reserve(view.nodes.len());
         for (position, node) in view.nodes.iter().enumerate() {
-            let name = node.metadata.name.as_deref().unwrap_or_default();
-            let index = cloud.node_groups.get(name).copied();
+            let index = if gathered_from_these {
+                cloud.node_group_indexes.get(position).copied().flatten()
+            } else {
+                cloud.group_index_of_node(name_of(node))
+            };
             let startup = index.map_or(options.node_group_defaults.max_node_startup_time, |i| {
                 cloud.groups[i].options.max_node_startup_time
             });
-            // The facts the cloud state was gathered with, unless it was gathered from other nodes.
             let r = match cloud.facts_of(position, node) {
                 Some(facts) => facts.readiness(now, startup),
                 None => readiness(node, now, startup, options, &cloud.gpu_label),
@@ -131,7 +161,7 @@ impl ClusterState {
             if let Some(i) = index {
                 counts[i][slot] += 1;
             }
-            state.readiness.insert(name.to_string(), r);
+            state.readiness.by_position.push(r);
         }
         [state.ready, state.unready, state.not_started] = totals;
         for (g, [ready, unready, not_started]) in cloud.groups.iter().zip(counts) {
@@ -158,6 +188,6 @@ impl ClusterState {
     }
 
     pub fn is_ready(&self, node: &str) -> bool {
-        self.readiness.get(node) == Some(&Readiness::Ready)
+        self.readiness.get(node) == Some(Readiness::Ready)
     }
 }

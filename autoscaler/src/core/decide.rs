@@ -140,7 +140,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     for node in &view.nodes {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let managed = cloud.group_of_node(name).is_some();
-        if managed && state.readiness.get(name) == Some(&Readiness::NotStarted) {
+        if managed && state.readiness.get(name) == Some(Readiness::NotStarted) {
             continue;
         }
         if !managed {

@@ -92,17 +92,15 @@ pub fn group(id: &str, min: usize, max: usize, members: &[&Node], template: Node
 /// Cloud state for the given groups; nodes map to groups by their `group` label.
 pub fn cloud(groups: Vec<NodeGroupState>, nodes: &[Arc<Node>]) -> CloudState {
     let index: HashMap<String, usize> = groups.iter().enumerate().map(|(i, g)| (g.id.clone(), i)).collect();
-    let mut node_groups = rustc_hash::FxHashMap::default();
-    for n in nodes {
-        let label = n.metadata.labels.as_ref().and_then(|l| l.get("group")).cloned().unwrap_or_default();
-        if let Some(i) = index.get(&label) {
-            node_groups.insert(n.metadata.name.clone().unwrap_or_default(), *i);
-        }
-    }
+    let node_group_indexes = nodes
+        .iter()
+        .map(|n| n.metadata.labels.as_ref().and_then(|l| l.get("group")).and_then(|label| index.get(label)).copied())
+        .collect();
     CloudState {
         provider_name: "bench".into(),
         groups,
-        node_groups,
+        node_positions: Arc::new(super::node_positions::NodePositions::of(nodes)),
+        node_group_indexes,
         resource_limiter: ResourceLimiter::default(),
         ..Default::default()
     }

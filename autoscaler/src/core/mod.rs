@@ -14,6 +14,7 @@ pub mod laps;
 pub mod memory;
 pub mod name_memo;
 pub mod node_facts;
+pub mod node_positions;
 pub mod plan;
 pub mod readiness;
 pub mod scale_down;

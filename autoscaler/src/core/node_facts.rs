@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashMap;
 
+use super::node_positions::{NodePositions, name_of};
 use super::readiness::{Readiness, readiness_at, ready_for_pods};
 use crate::config::AutoscalingOptions;
 
@@ -59,27 +60,34 @@ fn version_of(node: &Arc<Node>) -> usize {
 #[derive(Clone, Debug, Default)]
 pub struct NodeFactsMemo {
     last: Vec<(Arc<Node>, NodeFacts)>,
+    /// The names' positions in the list last time: kept while the names and their order are.
+    positions: Arc<NodePositions>,
 }
 
 impl NodeFactsMemo {
     /// The facts of `nodes`, in their order: remembered for versions listed last time, read for
-    /// the others. Versions no longer listed are forgotten.
+    /// the others. Versions no longer listed are forgotten. With them, the nodes' positions by
+    /// name: last time's while the names are the same, in the same order.
     pub fn facts(
         &mut self,
         nodes: &[Arc<Node>],
         options: &AutoscalingOptions,
         provider: &dyn CloudProvider,
-    ) -> Vec<NodeFacts> {
+    ) -> (Vec<NodeFacts>, Arc<NodePositions>) {
         let last = std::mem::take(&mut self.last);
         // Lists mostly come in the same order as last time: a node is first looked for at its
         // position, and by version only once the lists differ.
         let mut by_version: Option<FxHashMap<usize, &NodeFacts>> = None;
+        // Whether every node has the name of the node at its position last time (the same
+        // version has: a node's name never changes).
+        let mut same_names = last.len() == nodes.len();
         let facts: Vec<NodeFacts> = nodes
             .iter()
             .enumerate()
             .map(|(position, node)| match last.get(position) {
                 Some((_, facts)) if facts.are_of(node) => facts.clone(),
-                _ => {
+                at_position => {
+                    same_names &= at_position.is_some_and(|(old, _)| name_of(old) == name_of(node));
                     let by_version = by_version
                         .get_or_insert_with(|| last.iter().map(|(_, facts)| (facts.version, facts)).collect());
                     match by_version.get(&version_of(node)) {
@@ -89,8 +97,11 @@ impl NodeFactsMemo {
                 }
             })
             .collect();
+        if !same_names {
+            self.positions = Arc::new(NodePositions::of(nodes));
+        }
         self.last = nodes.iter().cloned().zip(facts.iter().cloned()).collect();
-        facts
+        (facts, self.positions.clone())
     }
 }
 
@@ -127,14 +138,16 @@ mod tests {
         let options = AutoscalingOptions::default();
         let mut memo = NodeFactsMemo::default();
         let (a, b) = (node("a", "False"), node("b", "True"));
-        let first = memo.facts(&[a.clone(), b.clone()], &options, &provider);
+        let (first, first_positions) = memo.facts(&[a.clone(), b.clone()], &options, &provider);
+        assert_eq!((first_positions.get("a"), first_positions.get("b")), (Some(0), Some(1)));
         assert_eq!(first.iter().map(|f| f.ready).collect::<Vec<_>>(), [false, true]);
         assert!(first[0].are_of(&a) && !first[0].are_of(&b));
 
         // `a` becomes ready: a new version, read again; `b` is remembered.
         let a_ready = node("a", "True");
-        let second = memo.facts(&[a_ready.clone(), b.clone()], &options, &provider);
+        let (second, second_positions) = memo.facts(&[a_ready.clone(), b.clone()], &options, &provider);
         assert!(second[0].ready && second[0].are_of(&a_ready));
+        assert!(Arc::ptr_eq(&first_positions, &second_positions), "the same names in the same order: kept");
         assert_eq!(second[1], first[1]);
         // The old version of `a` is forgotten, and only the listed versions are kept.
         assert_eq!(memo.last.len(), 2);
@@ -142,8 +155,16 @@ mod tests {
 
         // Another order, a node gone and one new: each found by its version.
         let c = node("c", "True");
-        let third = memo.facts(&[b.clone(), c.clone()], &options, &provider);
+        let (third, third_positions) = memo.facts(&[b.clone(), c.clone()], &options, &provider);
         assert_eq!(third[0], first[1]);
+        assert_eq!(
+            (third_positions.get("b"), third_positions.get("c"), third_positions.get("a")),
+            (Some(0), Some(1), None)
+        );
+        // A node renamed in place (a new version at the same position) is found by its new name.
+        let d = node("d", "True");
+        let (_, fourth_positions) = memo.facts(&[b.clone(), d.clone()], &options, &provider);
+        assert_eq!((fourth_positions.get("d"), fourth_positions.get("c")), (Some(1), None));
         assert!(third[1].are_of(&c) && third[1].ready);
     }
 
