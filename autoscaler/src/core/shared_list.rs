@@ -17,9 +17,9 @@ use std::sync::Arc;
 /// How many objects a run holds when a list is cut into runs: small enough that a change copies
 /// little, large enough that walking the runs costs nothing next to walking the objects. (A
 /// changed run is copied, and the readers that compare lists by run read its objects again:
-/// at 100,000 pods, runs of 256 made bringing the memory cluster's list up to date a tenth
-/// dearer than runs of 64, which leave about 1,600 runs to walk.) The crate's unit tests cut
-/// lists of a few objects into several runs.
+/// at 100,000 pods, runs of 256 made bringing the memory cluster's list up to date nearly
+/// twice as dear as runs of 64, which leave about 1,600 runs to walk.) The crate's unit tests
+/// cut lists of a few objects into several runs.
 #[cfg(not(test))]
 pub const RUN_LENGTH: usize = 64;
 #[cfg(test)]
