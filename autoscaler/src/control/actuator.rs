@@ -32,6 +32,7 @@ use simulator::{NodeInfo, PodInfo};
 use super::registry::Registry;
 use crate::config::AutoscalingOptions;
 use crate::core::ClusterView;
+use crate::core::classify::ClassificationCache;
 use crate::core::name_memo::NameMemo;
 use crate::ports::{ClusterActions, Event, EventReason, EventType, EvictionError, ObjectRef, PortError};
 
@@ -241,6 +242,7 @@ impl Actuator {
     pub async fn progress(
         &mut self,
         view: &ClusterView,
+        classified: &ClassificationCache,
         groups: &BTreeMap<String, Arc<dyn NodeGroup>>,
         actions: &dyn ClusterActions,
         registry: &mut Registry,
@@ -260,12 +262,16 @@ impl Actuator {
             }
         }
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
-        // The pods of the nodes in flight, found in one walk over the view's pods the first time
-        // a node's pods are needed (each node name looked up once, by its address).
+        // The pods of the nodes in flight, the first time a node's pods are needed: from this
+        // loop's sorting of the pods, or else in one walk over the view's pods (each node name
+        // looked up once, by its address).
         let mut pods_by_node: Option<FxHashMap<&str, Vec<&Arc<PodInfo>>>> = None;
         let in_flight: FxHashSet<&str> = names.iter().map(String::as_str).collect();
         let mut pods_on = |name: &str| -> Vec<&Arc<PodInfo>> {
             let by_node = pods_by_node.get_or_insert_with(|| {
+                if let Some(by_node) = classified.pods_on_nodes(view, &in_flight) {
+                    return by_node;
+                }
                 let mut by_node: FxHashMap<&str, Vec<&Arc<PodInfo>>> = FxHashMap::default();
                 let mut is_in_flight = NameMemo::default();
                 for p in &view.pods {

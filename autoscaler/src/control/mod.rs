@@ -516,8 +516,18 @@ impl Autoscaler {
         }
         let groups: BTreeMap<String, Arc<dyn NodeGroup>> =
             cloud.handles.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let progress =
-            self.actuator.progress(&view, &groups, self.actions.as_ref(), &mut self.registry, &self.options, now).await;
+        let progress = self
+            .actuator
+            .progress(
+                &view,
+                &self.memory.classified,
+                &groups,
+                self.actions.as_ref(),
+                &mut self.registry,
+                &self.options,
+                now,
+            )
+            .await;
         self.absorb(progress, now, &mut report);
         report.timings.scale_down = laps.lap();
         let mut report = self.finish(report, Some(plan), update.state, &cloud, now).await?;
