@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cloudprovider::{InstanceErrorInfo, InstanceState};
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::backoff::Backoff;
@@ -274,10 +275,13 @@ impl Registry {
             }
         }
         self.unregistered_since.retain(|id, _| still_unregistered.contains(id));
-        // Forget deletions of nodes that are gone.
-        let names: BTreeSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
-        for set in self.deletions.values_mut() {
-            set.retain(|n| names.contains(n.as_str()));
+        // Forget deletions of nodes that are gone (the names listed only when there are some:
+        // most loops have none, and a set of every node's name was made for nothing).
+        if self.deletions.values().any(|set| !set.is_empty()) {
+            let names: FxHashSet<&str> = view.nodes.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+            for set in self.deletions.values_mut() {
+                set.retain(|n| names.contains(n.as_str()));
+            }
         }
         update
     }

@@ -232,6 +232,21 @@ impl CloudState {
     pub fn group_index_of_node(&self, node: &str) -> Option<usize> {
         self.node_positions.get(node).and_then(|position| self.node_group_indexes.get(position).copied().flatten())
     }
+
+    /// The group of `node`, the `position`-th of a list of nodes: read at that position when
+    /// it is where this very node was gathered (the loop's walks of its view's nodes: no name
+    /// hashed), looked up by name otherwise.
+    pub fn group_at(&self, position: usize, node: &Arc<Node>) -> Option<&NodeGroupState> {
+        self.group_index_at(position, node).map(|i| &self.groups[i])
+    }
+
+    /// `group_at`'s index into `groups`.
+    pub fn group_index_at(&self, position: usize, node: &Arc<Node>) -> Option<usize> {
+        match self.facts_of(position, node) {
+            Some(_) => self.node_group_indexes.get(position).copied().flatten(),
+            None => self.group_index_of_node(name_of(node)),
+        }
+    }
 }
 
 /// Provider calls in flight at once while gathering.
@@ -697,7 +712,17 @@ mod tests {
                 .map(|n| cloud.group_of_node(n).map(|g| g.id.as_str()))
                 .collect();
             assert_eq!(groups, [Some("a"), Some("a"), None, None]);
+            // By position, for the view's nodes in their order: read where the cloud state
+            // gathered this very node (`looped`), by name where it did not (`other`).
+            let at_positions: Vec<Option<&str>> =
+                nodes.iter().enumerate().map(|(p, n)| cloud.group_at(p, n).map(|g| g.id.as_str())).collect();
+            let by_name: Vec<Option<&str>> =
+                nodes.iter().map(|n| cloud.group_of_node(name_of(n)).map(|g| g.id.as_str())).collect();
+            assert_eq!(at_positions, by_name);
         }
+        // A node at a position where another was gathered: found by its name, not the position.
+        assert_eq!(looped.group_at(0, nodes.last().unwrap()).map(|g| g.id.as_str()), None, "x-0 is in no group");
+        assert_eq!(looped.group_at(nodes.len() - 1, &nodes[0]).map(|g| g.id.as_str()), Some("a"));
         let from_loop = ClusterState::observe(&view, &looped, &options, at(0));
         let from_other = ClusterState::observe(&view, &other, &options, at(0));
         assert_eq!(from_loop, from_other);

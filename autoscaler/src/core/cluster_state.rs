@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashSet;
 
 use super::cloud::CloudState;
-use super::node_positions::{NodePositions, name_of};
+use super::node_positions::NodePositions;
 use super::readiness::{Readiness, readiness};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
@@ -132,19 +132,16 @@ impl ClusterState {
         // group's index, which the cloud state keeps per node: hundreds of nodes a loop.
         let mut counts = vec![[0usize; 3]; cloud.groups.len()];
         let mut totals = [0usize; 3];
-        // The loop's cloud state was gathered from these very nodes: their positions, groups
-        // and facts are its own. Otherwise (a cloud state of other nodes) they are looked up.
+        // The loop's cloud state was gathered from these very nodes: the readiness shares its
+        // positions. A node's group and facts are read at its position wherever it is the node
+        // gathered there, looked up by name otherwise (a cloud state of other nodes).
         let gathered_from_these = cloud.node_facts.len() == view.nodes.len()
             && view.nodes.iter().enumerate().all(|(position, node)| cloud.facts_of(position, node).is_some());
         state.readiness.positions =
             if gathered_from_these { cloud.node_positions.clone() } else { Arc::new(NodePositions::of(&view.nodes)) };
         state.readiness.by_position.reserve(view.nodes.len());
         for (position, node) in view.nodes.iter().enumerate() {
-            let index = if gathered_from_these {
-                cloud.node_group_indexes.get(position).copied().flatten()
-            } else {
-                cloud.group_index_of_node(name_of(node))
-            };
+            let index = cloud.group_index_at(position, node);
             let startup = index.map_or(options.node_group_defaults.max_node_startup_time, |i| {
                 cloud.groups[i].options.max_node_startup_time
             });

@@ -137,9 +137,9 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     // decision simulates.
     let mut unmanaged_capacity: BTreeMap<String, i64> = BTreeMap::new();
     let mut base_nodes = Vec::with_capacity(view.nodes.len());
-    for node in &view.nodes {
+    for (position, node) in view.nodes.iter().enumerate() {
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        let managed = cloud.group_of_node(name).is_some();
+        let managed = cloud.group_at(position, node).is_some();
         if managed && state.readiness.get(name) == Some(Readiness::NotStarted) {
             continue;
         }

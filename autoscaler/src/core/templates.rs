@@ -216,12 +216,12 @@ pub fn build_templates(
     // (they looked each node's group up, hundreds per loop, long after the last was found).
     let all_found = |out: &HashMap<String, Template>| out.len() == cloud.groups.len();
     // 1. A good real node of the group.
-    for node in &view.nodes {
+    for (position, node) in view.nodes.iter().enumerate() {
         if all_found(&out) {
             break;
         }
         let name = node.metadata.name.as_deref().unwrap_or("");
-        let Some(group) = cloud.group_of_node(name) else { continue };
+        let Some(group) = cloud.group_at(position, node) else { continue };
         if out.contains_key(&group.id) {
             continue;
         }
@@ -249,12 +249,12 @@ pub fn build_templates(
         );
     }
     // 3. Last resort: any node of the group.
-    for node in &view.nodes {
+    for (position, node) in view.nodes.iter().enumerate() {
         if all_found(&out) {
             break;
         }
         let name = node.metadata.name.as_deref().unwrap_or("");
-        let Some(group) = cloud.group_of_node(name) else { continue };
+        let Some(group) = cloud.group_at(position, node) else { continue };
         if out.contains_key(&group.id) {
             continue;
         }

@@ -31,9 +31,14 @@ pub struct Eligibility {
 pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility {
     let mut candidates = Vec::new();
     let mut out = Vec::new();
+    // Each group's deletions in progress, read once (by the group's index) rather than looked up
+    // by its id for each of its nodes.
+    let deletions_in_progress: Vec<usize> =
+        ctx.cloud.groups.iter().map(|g| ctx.state.group(&g.id).map_or(0, |s| s.deletions_in_progress)).collect();
     for (id, name) in registered_nodes(snapshot, ctx.upcoming) {
         let node = snapshot.node(id).expect("listed node");
-        let group = ctx.cloud.group_of_node(&name);
+        let group_index = ctx.cloud.group_index_of_node(&name);
+        let group = group_index.map(|i| &ctx.cloud.groups[i]);
         let group_id = group.map(|g| g.id.as_str());
         let reason = |r| unremovable(&name, group_id, r, None);
         if ctx.memory.deleting.contains(&*name) || is_being_deleted(&node.node, ctx.now) {
@@ -44,7 +49,7 @@ pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility 
             out.push(reason(UnremovableReason::ScaleDownDisabledAnnotation));
             continue;
         }
-        let Some(group) = group else {
+        let (Some(group), Some(group_index)) = (group, group_index) else {
             out.push(reason(UnremovableReason::NotAutoscaled));
             continue;
         };
@@ -52,7 +57,7 @@ pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility 
         if ctx.options.scale_down_delay_type_local && super::removable::group_in_local_delay(ctx, &group.id).is_some() {
             continue;
         }
-        let in_progress = ctx.state.group(&group.id).map_or(0, |g| g.deletions_in_progress);
+        let in_progress = deletions_in_progress[group_index];
         if group.target_size.saturating_sub(in_progress) <= group.min_size {
             out.push(reason(UnremovableReason::NodeGroupMinSizeReached));
             continue;
