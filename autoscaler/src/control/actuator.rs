@@ -239,6 +239,7 @@ impl Actuator {
     }
 
     /// Advances every deletion in flight as far as `now` allows.
+    #[allow(clippy::too_many_arguments)]
     pub async fn progress(
         &mut self,
         view: &ClusterView,

@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use simulator::{ClusterSnapshot, NodeId, PodInfo};
 
 use super::classify::NodePods;
+use super::node_positions::name_of;
 
 /// The last decision's base, when there is one.
 #[derive(Default)]
@@ -162,19 +163,24 @@ fn update<'p>(
     if snapshot.fork_depth() != 0 {
         return None;
     }
-    let place: FxHashMap<&str, usize> =
-        nodes.iter().enumerate().map(|(i, n)| (n.metadata.name.as_deref().unwrap_or_default(), i)).collect();
-    if place.len() != nodes.len() {
-        // A name listed twice (a fresh build keeps the first): not worth a special case.
-        return None;
-    }
+    // Most loops: the very names the snapshot holds, in its order (and so none twice, as the
+    // snapshot holds a name once): nothing gone, nothing out of order, no map of names needed.
+    let same_names = snapshot.node_count() == nodes.len()
+        && snapshot.nodes().zip(nodes).all(|((_, info), node)| *info.name == *name_of(node));
     let mut gone = Vec::new();
-    let mut last_place = None;
-    for (id, info) in snapshot.nodes() {
-        match place.get(&*info.name) {
-            None => gone.push(id),
-            Some(&p) if last_place.is_some_and(|last| p <= last) => return None,
-            Some(&p) => last_place = Some(p),
+    if !same_names {
+        let place: FxHashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (name_of(n), i)).collect();
+        if place.len() != nodes.len() {
+            // A name listed twice (a fresh build keeps the first): not worth a special case.
+            return None;
+        }
+        let mut last_place = None;
+        for (id, info) in snapshot.nodes() {
+            match place.get(&*info.name) {
+                None => gone.push(id),
+                Some(&p) if last_place.is_some_and(|last| p <= last) => return None,
+                Some(&p) => last_place = Some(p),
+            }
         }
     }
     // Each removed node keeps a place in the snapshot's order: build afresh once they are many.
@@ -189,7 +195,7 @@ fn update<'p>(
     let mut nodes_added = 0;
     let mut previous = None;
     for node in nodes {
-        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let name = name_of(node);
         let list = pods_of(name);
         let id = match snapshot.node_id(name) {
             None => {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cloudprovider::{CloudProvider, CloudProviderError, InstanceState, NodeGroup};
+use cloudprovider::{CloudProvider, CloudProviderError};
 use cloudprovider_memory::{FaultCount, Fulfilment};
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
@@ -725,13 +725,11 @@ async fn run_inner(
             loop_report = Some(report);
         }
         observer.after_step(now, &world, loop_report.as_ref());
+        // Each group's instances not being deleted (counted, not listed: this runs every step).
         let mut instances = BTreeMap::new();
         for id in &group_ids {
             if let Some(g) = world.cloud.group(id) {
-                let n = g.nodes().await.map(|i| {
-                    i.iter().filter(|i| i.status.as_ref().is_none_or(|s| s.state != InstanceState::Deleting)).count()
-                });
-                instances.insert(id.clone(), n.unwrap_or(0));
+                instances.insert(id.clone(), g.instances_not_deleting());
             }
         }
         metrics.step(now, &instances, &world.handle.lock());

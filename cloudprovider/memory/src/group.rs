@@ -62,6 +62,13 @@ impl MemoryNodeGroup {
         &self.inner.config.groups[self.index]
     }
 
+    /// How many of the group's instances are not being deleted now, as `nodes()` would list
+    /// them, without listing them (the simulation counts them at every step).
+    pub fn instances_not_deleting(&self) -> usize {
+        let (state, _) = self.inner.settled();
+        state.not_deleting(self.index)
+    }
+
     async fn increase(&self, delta: usize, atomic: bool) -> Result<()> {
         let (result, delay) = {
             let (mut state, now) = self.inner.settled();

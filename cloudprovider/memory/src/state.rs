@@ -358,6 +358,12 @@ impl ProviderState {
     }
 
     /// The group's instances with their status as the cloud reports them at `now`.
+    /// How many of the group's instances are not being deleted (`instances` without the
+    /// copies: what the simulation's metrics read every step).
+    pub(crate) fn not_deleting(&self, index: usize) -> usize {
+        self.groups[index].instances.iter().filter(|i| !matches!(i.phase, Phase::Deleting { .. })).count()
+    }
+
     pub(crate) fn instances(&self, index: usize, now: Timestamp) -> Vec<Instance> {
         self.groups[index]
             .instances

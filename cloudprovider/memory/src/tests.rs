@@ -175,6 +175,7 @@ async fn delete_nodes_removes_instances_after_the_deletion_delay() {
     assert_eq!(group.target_size().await.unwrap(), 2);
     let listed = states(&group.nodes().await.unwrap());
     assert_eq!(listed[1], ("memory://general/2".to_string(), InstanceState::Deleting, None));
+    assert_eq!(group.instances_not_deleting(), 2, "the deleting instance is not counted");
     assert!(provider.has_instance(&doomed).await.unwrap(), "still there while deleting");
     group.delete_nodes(std::slice::from_ref(&doomed)).await.unwrap();
     assert_eq!(group.target_size().await.unwrap(), 2, "deleting a node twice changes nothing");
@@ -182,6 +183,7 @@ async fn delete_nodes_removes_instances_after_the_deletion_delay() {
     assert_eq!(deleted(&provider.drain_events()), ["memory://general/2"]);
     assert!(!provider.has_instance(&doomed).await.unwrap());
     assert_eq!(group.nodes().await.unwrap().len(), 2);
+    assert_eq!(group.instances_not_deleting(), 2);
     group.delete_nodes(std::slice::from_ref(&doomed)).await.unwrap();
     assert_eq!(group.target_size().await.unwrap(), 2, "deleting a gone instance is a no-op");
 }
