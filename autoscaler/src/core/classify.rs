@@ -102,6 +102,18 @@ struct Kept {
     unprocessed_count: usize,
 }
 
+impl Kept {
+    /// Whether the sorting was made for these very node names, in this order (the slots).
+    fn has_nodes_of(&self, view: &ClusterView) -> bool {
+        self.node_names.len() == view.nodes.len()
+            && self
+                .node_names
+                .iter()
+                .zip(&view.nodes)
+                .all(|(kept, n)| **kept == *n.metadata.name.as_deref().unwrap_or(""))
+    }
+}
+
 /// The options the sorting reads.
 #[derive(PartialEq)]
 struct SortingOptions {
@@ -158,23 +170,18 @@ impl ClassificationCache {
         }
         let sorting_options = SortingOptions::of(options);
         let mut guard = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let same_nodes = |k: &Kept| {
-            k.node_names.len() == view.nodes.len()
-                && k.node_names
-                    .iter()
-                    .zip(&view.nodes)
-                    .all(|(kept, n)| **kept == *n.metadata.name.as_deref().unwrap_or(""))
-        };
         let mut sorter = Sorter { node_slots: &node_slots, options, slots: NameMemo::default() };
         let (kept, sorting) = match guard.take() {
-            Some(kept) if kept.options == sorting_options && same_nodes(&kept) && kept.pods.same_list(&view.pods) => {
+            Some(kept)
+                if kept.options == sorting_options && kept.has_nodes_of(view) && kept.pods.same_list(&view.pods) =>
+            {
                 (kept, Sorting::Same)
             }
             Some(kept) if kept.options == sorting_options => {
                 // Nodes came or went (a scale-up registered, a scale-down finished): the pods
                 // keep their sorting on the nodes that stayed.
                 let (kept, renumbered) =
-                    if same_nodes(&kept) { (kept, 0) } else { renumber_nodes(kept, view, &mut sorter) };
+                    if kept.has_nodes_of(view) { (kept, 0) } else { renumber_nodes(kept, view, &mut sorter) };
                 match update(kept, view, sorter) {
                     Ok((kept, read)) => (kept, Sorting::Updated(read + renumbered)),
                     Err(sorter) => (sort(view, sorter, sorting_options), Sorting::Fresh),
@@ -186,14 +193,12 @@ impl ClassificationCache {
         *guard = Some(kept);
         (classified, sorting)
     }
-}
 
-impl ClassificationCache {
-    /// The view's pods bound to each of `nodes` (names of the view's nodes), in the view's
-    /// order, from the kept sorting when it is this view's (`None` otherwise: the caller walks
-    /// the pods). A pod sorted as scheduled says its node by slot, and a pod naming no node is
-    /// on none, both unread; only the few others naming a node (finished, expendable,
-    /// nominated) are read. The actuator asks this at each loop with a deletion in flight: a
+    /// The view's pods bound to each of `nodes` (node names, perhaps some not in the view), in
+    /// the view's order, from the kept sorting when it is this view's (`None` otherwise: the
+    /// caller walks the pods). A pod sorted as scheduled says its node by slot, and a pod naming
+    /// no node is on none, both unread; only the few others naming a node (finished,
+    /// expendable, nominated) are read. The actuator asks this at each loop with a deletion in flight: a
     /// walk reading every pod's node was a tenth of a simulated evening of scale-downs.
     pub fn pods_on_nodes<'v>(
         &self,
@@ -202,13 +207,7 @@ impl ClassificationCache {
     ) -> Option<FxHashMap<&'v str, Vec<&'v Arc<PodInfo>>>> {
         let guard = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let kept = guard.as_ref()?;
-        let same_nodes = kept.node_names.len() == view.nodes.len()
-            && kept
-                .node_names
-                .iter()
-                .zip(&view.nodes)
-                .all(|(kept, n)| **kept == *n.metadata.name.as_deref().unwrap_or(""));
-        if !same_nodes || !kept.pods.same_list(&view.pods) {
+        if !kept.has_nodes_of(view) || !kept.pods.same_list(&view.pods) {
             return None;
         }
         let wanted: Vec<bool> = kept.node_names.iter().map(|name| nodes.contains(&**name)).collect();

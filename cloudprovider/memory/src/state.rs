@@ -357,13 +357,13 @@ impl ProviderState {
         Ok(())
     }
 
-    /// The group's instances with their status as the cloud reports them at `now`.
     /// How many of the group's instances are not being deleted (`instances` without the
     /// copies: what the simulation's metrics read every step).
     pub(crate) fn not_deleting(&self, index: usize) -> usize {
         self.groups[index].instances.iter().filter(|i| !matches!(i.phase, Phase::Deleting { .. })).count()
     }
 
+    /// The group's instances with their status as the cloud reports them at `now`.
     pub(crate) fn instances(&self, index: usize, now: Timestamp) -> Vec<Instance> {
         self.groups[index]
             .instances

@@ -38,8 +38,7 @@ pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility 
     for (id, name) in registered_nodes(snapshot, ctx.upcoming) {
         let node = snapshot.node(id).expect("listed node");
         let group_index = ctx.cloud.group_index_of_node(&name);
-        let group = group_index.map(|i| &ctx.cloud.groups[i]);
-        let group_id = group.map(|g| g.id.as_str());
+        let group_id = group_index.map(|i| ctx.cloud.groups[i].id.as_str());
         let reason = |r| unremovable(&name, group_id, r, None);
         if ctx.memory.deleting.contains(&*name) || is_being_deleted(&node.node, ctx.now) {
             out.push(reason(UnremovableReason::CurrentlyBeingDeleted));
@@ -49,10 +48,11 @@ pub fn check(ctx: &ScaleDownContext, snapshot: &ClusterSnapshot) -> Eligibility 
             out.push(reason(UnremovableReason::ScaleDownDisabledAnnotation));
             continue;
         }
-        let (Some(group), Some(group_index)) = (group, group_index) else {
+        let Some(group_index) = group_index else {
             out.push(reason(UnremovableReason::NotAutoscaled));
             continue;
         };
+        let group = &ctx.cloud.groups[group_index];
         // Upstream's local delays: a group inside its own delays offers no candidates.
         if ctx.options.scale_down_delay_type_local && super::removable::group_in_local_delay(ctx, &group.id).is_some() {
             continue;
