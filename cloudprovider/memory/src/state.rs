@@ -100,6 +100,10 @@ pub(crate) struct ProviderState {
     /// Instance id → group index, for instances not gone.
     live: BTreeMap<String, usize>,
     events: Vec<CloudEvent>,
+    /// No instance changes phase before this moment, so `settle` (run before every read of the
+    /// cloud, many times a simulated step) has nothing to do until then: set by `settle`,
+    /// lowered to the earliest by every launch, deletion and withdrawal.
+    quiet_until: Timestamp,
 }
 
 fn invalid(message: String) -> CloudProviderError {
@@ -120,6 +124,7 @@ impl ProviderState {
             groups: specs.iter().map(|_| GroupState { next_number: 1, ..Default::default() }).collect(),
             live: BTreeMap::new(),
             events: Vec::new(),
+            quiet_until: Timestamp::MIN,
         };
         for (index, spec) in specs.iter().enumerate() {
             for _ in 0..spec.initial_size {
@@ -143,6 +148,7 @@ impl ProviderState {
         let group = &mut self.groups[index];
         let number = group.next_number;
         group.next_number += 1;
+        self.quiet_until = Timestamp::MIN;
         let id = format!("{}{number}", provider_id_prefix(&spec.id));
         self.live.insert(id.clone(), index);
         InstanceRecord { id, name: format!("{}-{number}", spec.id), ready_at, fate, phase: Phase::Creating, initial }
@@ -154,6 +160,9 @@ impl ProviderState {
 
     /// Applies every transition due at `now` and queues the events, in time order.
     pub(crate) fn settle(&mut self, specs: &[MemoryGroupSpec], now: Timestamp) {
+        if now < self.quiet_until {
+            return;
+        }
         let mut due: Vec<CloudEvent> = Vec::new();
         for (index, group) in self.groups.iter_mut().enumerate() {
             let spec = &specs[index];
@@ -194,6 +203,18 @@ impl ProviderState {
         // Stable: events of the same moment keep group and instance order.
         due.sort_by_key(CloudEvent::at);
         self.events.extend(due);
+        self.quiet_until = self.next_transition();
+    }
+
+    /// When the next instance changes phase: the first launch to come up (failed launches stay
+    /// Creating for good) or deletion to finish; `Timestamp::MAX` when none is under way.
+    fn next_transition(&self) -> Timestamp {
+        let due = |i: &InstanceRecord| match (i.phase, &i.fate) {
+            (Phase::Creating, Fate::Fails { .. }) | (Phase::Running, _) => None,
+            (Phase::Creating, _) => Some(i.ready_at),
+            (Phase::Deleting { gone_at }, _) => Some(gone_at),
+        };
+        self.groups.iter().flat_map(|g| &g.instances).filter_map(due).min().unwrap_or(Timestamp::MAX)
     }
 
     pub(crate) fn drain_events(&mut self) -> Vec<CloudEvent> {
@@ -323,6 +344,7 @@ impl ProviderState {
             return Err(error);
         }
         let gone_at = later(now, deletion_delay);
+        self.quiet_until = Timestamp::MIN;
         for position in doomed {
             self.groups[index].instances[position].phase = Phase::Deleting { gone_at };
         }
@@ -335,7 +357,7 @@ impl ProviderState {
         if delta >= 0 {
             return Err(invalid(format!("size decrease must be negative, got {delta}")));
         }
-        let group = &mut self.groups[index];
+        let group = &self.groups[index];
         let decrease = usize::try_from(delta.unsigned_abs()).unwrap_or(usize::MAX);
         let target = group.target();
         let existing = group.instances.iter().filter(|i| i.phase == Phase::Running).count();
@@ -344,6 +366,8 @@ impl ProviderState {
                 "attempt to delete existing nodes targetSize:{target} delta:{delta} existingNodes: {existing}"
             )));
         }
+        self.quiet_until = Timestamp::MIN;
+        let group = &mut self.groups[index];
         let mut withdrawn = 0;
         for instance in group.instances.iter_mut().rev() {
             if withdrawn == decrease {
@@ -380,5 +404,86 @@ impl ProviderState {
                 Instance { id: instance.id.clone(), status: Some(InstanceStatus { state, error }) }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cloudprovider::NodeTemplate;
+    use proptest::prelude::*;
+
+    fn t(seconds: u64) -> Timestamp {
+        later(Timestamp::from_second(1_700_000_000).unwrap(), Duration::from_secs(seconds))
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Wait(u64),
+        Increase(usize, usize),
+        Delete(usize, usize),
+        Decrease(usize, i64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u64..150).prop_map(Op::Wait),
+            (0usize..2, 1usize..4).prop_map(|(g, n)| Op::Increase(g, n)),
+            (0usize..2, 0usize..8).prop_map(|(g, i)| Op::Delete(g, i)),
+            (0usize..2, 1i64..3).prop_map(|(g, n)| Op::Decrease(g, -n)),
+        ]
+    }
+
+    proptest! {
+        /// `settle` skipping the moments before the next transition changes nothing: after
+        /// every operation, the same events, instances and targets as a state that walks every
+        /// instance at every settle.
+        #[test]
+        fn settling_only_when_a_transition_is_due_changes_nothing(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut specs = vec![MemoryGroupSpec::new("a", 0, 10, NodeTemplate::default()); 2];
+            specs[1].id = "b".into();
+            specs[0].initial_size = 2;
+            specs[1].provisioning_delay = Duration::from_secs(90);
+            let mut now = t(0);
+            let mut fast = ProviderState::new(&specs, now);
+            let mut full = ProviderState::new(&specs, now);
+            for state in [&mut fast, &mut full] {
+                // Failed launches (stay Creating for good) and instances that never register.
+                state.groups[1].faults.stock_outs.push((t(300), t(600)));
+                state.groups[0].faults.never_register = 1;
+            }
+            for op in ops {
+                if let Op::Wait(seconds) = op {
+                    now = later(now, Duration::from_secs(seconds));
+                }
+                full.quiet_until = Timestamp::MIN;
+                fast.settle(&specs, now);
+                full.settle(&specs, now);
+                let mut results = Vec::new();
+                for state in [&mut fast, &mut full] {
+                    let ids = |g: usize| state.groups[g].instances.iter().map(|i| (format!("n{}", i.id), i.id.clone())).collect::<Vec<_>>();
+                    let result = match &op {
+                        Op::Wait(_) => Ok(()),
+                        Op::Increase(g, n) => state.increase(&specs, *g, *n, now, Duration::from_secs(30), false),
+                        Op::Delete(g, i) => {
+                            let nodes: Vec<_> = ids(*g).into_iter().skip(*i).take(2).collect();
+                            state.delete(&specs, *g, &nodes, MinSizeCheck::Respect, now, Duration::from_secs(40))
+                        }
+                        Op::Decrease(g, n) => state.decrease_target(*g, *n, now),
+                    };
+                    results.push(format!("{result:?}"));
+                }
+                prop_assert_eq!(&results[0], &results[1]);
+                fast.settle(&specs, now);
+                full.quiet_until = Timestamp::MIN;
+                full.settle(&specs, now);
+                prop_assert_eq!(fast.drain_events(), full.drain_events());
+                for g in 0..2 {
+                    prop_assert_eq!(fast.target(g), full.target(g));
+                    prop_assert_eq!(fast.not_deleting(g), full.not_deleting(g));
+                    prop_assert_eq!(format!("{:?}", fast.instances(g, now)), format!("{:?}", full.instances(g, now)));
+                }
+            }
+        }
     }
 }
