@@ -273,8 +273,8 @@ impl MemoryCluster {
     }
 
     /// The workloads a scale target can name (Deployments, StatefulSets, ReplicaSets), without
-    /// the rest of the view: enough for `podscaling::target_from_view`, and cheap however many
-    /// pods there are.
+    /// the rest of the view: enough for `podscaling::ScaleTargets`, and cheap however many pods
+    /// there are.
     pub fn workloads_view(&mut self) -> ClusterView {
         ClusterView {
             deployments: self.deployments.list(),
@@ -282,6 +282,21 @@ impl MemoryCluster {
             replicasets: self.replicasets.list(),
             ..ClusterView::default()
         }
+    }
+
+    /// The selector of a scale target's workload, as `podscaling::ScaleTargets` reads it from a
+    /// view (`None` when the cluster has no such workload, or it has no spec), found by key: the
+    /// simulation's metrics source asks at each pod autoscaler sync.
+    pub fn scale_target_selector(&self, target: &crate::ports::ScaleTarget) -> Option<Selector> {
+        use crate::podscaling::Workload;
+        let key = ObjectKey::new(target.namespace.as_str(), target.name.as_str());
+        let workload = match target.kind.as_str() {
+            "Deployment" => Workload::Deployment(self.deployments.get(&key)?),
+            "StatefulSet" => Workload::StatefulSet(self.statefulsets.get(&key)?),
+            "ReplicaSet" => Workload::ReplicaSet(self.replicasets.get(&key)?),
+            _ => return None,
+        };
+        Some(Selector::from_label_selector(Some(workload.label_selector()?)))
     }
 
     /// The pod autoscalers and the workloads they may target, without the pods (the memory

@@ -67,7 +67,7 @@ pub struct TargetState {
 
 /// A scale target's workload in a view: the kinds a pod autoscaler's target may be read from.
 #[derive(Clone, Copy)]
-enum Workload<'v> {
+pub(crate) enum Workload<'v> {
     Deployment(&'v Deployment),
     StatefulSet(&'v StatefulSet),
     ReplicaSet(&'v ReplicaSet),
@@ -75,7 +75,7 @@ enum Workload<'v> {
 
 impl<'v> Workload<'v> {
     /// `spec.selector` (`None` without a spec).
-    fn label_selector(self) -> Option<&'v LabelSelector> {
+    pub(crate) fn label_selector(self) -> Option<&'v LabelSelector> {
         match self {
             Workload::Deployment(d) => Some(&d.spec.as_ref()?.selector),
             Workload::StatefulSet(d) => Some(&d.spec.as_ref()?.selector),
@@ -129,17 +129,6 @@ fn workloads(view: &ClusterView) -> impl Iterator<Item = (&'static str, &str, &s
     deployments.chain(statefulsets).chain(replicasets).map(|(kind, (namespace, name), w)| (kind, namespace, name, w))
 }
 
-/// The target's current state from the view's workloads (`None` if the target is not of a
-/// kind the view holds, or not in it). One lookup scans the view: a sync of every pod
-/// autoscaler looks them up in `ScaleTargets`.
-pub fn target_from_view(view: &ClusterView, target: &ScaleTarget) -> Option<TargetState> {
-    workloads(view)
-        .find(|(kind, namespace, name, _)| {
-            *kind == target.kind && *namespace == target.namespace && *name == target.name
-        })
-        .and_then(|(_, _, _, w)| w.state(target))
-}
-
 /// The view's workloads by kind, namespace and name, for a sync that resolves every pod
 /// autoscaler's target (a scan per target was quadratic: 1,857 HPAs over 5,569 workloads).
 pub struct ScaleTargets<'v>(FxHashMap<(&'v str, &'v str, &'v str), Workload<'v>>);
@@ -149,13 +138,14 @@ impl<'v> ScaleTargets<'v> {
         let count = view.deployments.len() + view.statefulsets.len() + view.replicasets.len();
         let mut by_key = FxHashMap::with_capacity_and_hasher(count, Default::default());
         for (kind, namespace, name, w) in workloads(view) {
-            // The first of a name, as `target_from_view` finds it.
+            // The first of a name, as a scan of the view would find it.
             by_key.entry((kind, namespace, name)).or_insert(w);
         }
         ScaleTargets(by_key)
     }
 
-    /// As `target_from_view`.
+    /// The target's current state (`None` if the target is not of a kind the view holds, or
+    /// not in it).
     pub fn state(&self, target: &ScaleTarget) -> Option<TargetState> {
         self.0.get(&(target.kind.as_str(), target.namespace.as_str(), target.name.as_str()))?.state(target)
     }
@@ -620,7 +610,8 @@ mod tests {
         metrics: &FakeMetrics,
         now: Timestamp,
     ) -> AutoscalerReport {
-        scaling.reconcile(view, &|target| target_from_view(view, target), &|_, _| None, metrics, now).remove(0)
+        let targets = ScaleTargets::of(view);
+        scaling.reconcile(view, &|target| targets.state(target), &|_, _| None, metrics, now).remove(0)
     }
 
     /// The label index answers what a scan of the namespace's pods answers, in the same order.
@@ -735,7 +726,7 @@ mod tests {
                 namespace: "default".into(),
                 name: name.into(),
             };
-            let state = target_from_view(&view, &target).expect("the ReplicaSet is in the view");
+            let state = ScaleTargets::of(&view).state(&target).expect("the ReplicaSet is in the view");
             assert_eq!((state.spec_replicas, state.status_replicas), (2, 2));
             anticipated_pods(&Rescale { target: state, to: 5 }, t(0)).len()
         };

@@ -27,7 +27,6 @@ use simulator::quantity::parse_milli;
 
 use crate::hpa::{ContainerUsage, MetricsError, MetricsSource, PodMetricsInfo, PodResourceMetric, PodResourceMetrics};
 use crate::memory::MemoryClusterHandle;
-use crate::podscaling::target_from_view;
 use crate::ports::ScaleTarget;
 use cloudprovider::duration::parse_go_duration;
 
@@ -170,23 +169,21 @@ impl MetricsSource for LoadModel {
         resource: &str,
     ) -> Result<Arc<PodResourceMetrics>, MetricsError> {
         // The selected pods straight from the cluster's label index (the pods
-        // `PodsByNamespace` would select from a view, in the same order), and the workloads
-        // alone: a whole view per call would copy every pod of the cluster.
+        // `PodsByNamespace` would select from a view, in the same order), and the load's
+        // target looked up by key: a whole view per call would copy every pod of the cluster.
         let mut cluster = self.cluster.lock();
         let now = cluster.now();
-        let view = cluster.workloads_view();
         let selected = cluster.selected_pods(namespace, selector);
-        drop(cluster);
-        let pods: Vec<&Arc<PodInfo>> = selected.iter().collect();
         // The load whose target's pods these are.
         let load = self.loads.iter().find_map(|l| match &l.0 {
             Load::Cpu { target, cost_milli_per_unit, trace } if target.namespace == namespace => {
-                let t = target_from_view(&view, target)?;
-                let sel = t.selector?;
-                pods.iter().any(|p| sel.matches(p.labels())).then_some((*cost_milli_per_unit, trace))
+                let sel = cluster.scale_target_selector(target)?;
+                selected.iter().any(|p| sel.matches(p.labels())).then_some((*cost_milli_per_unit, trace))
             }
             _ => None,
         });
+        drop(cluster);
+        let pods: Vec<&Arc<PodInfo>> = selected.iter().collect();
         let ready_pods: Vec<_> = pods.iter().filter(|p| ready(p)).collect();
         let mut out = PodResourceMetrics::with_capacity_and_hasher(ready_pods.len(), Default::default());
         for p in &ready_pods {
