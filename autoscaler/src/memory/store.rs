@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use rustc_hash::FxHashMap;
 
-use crate::core::shared_list::{RUN_LENGTH, SharedList, cut_run};
+use crate::core::shared_list::{RUN_LENGTH, Run, SharedList, cut_run};
 
 /// Namespace and name of an object; cluster-scoped objects (Nodes, Namespaces) have namespace `""`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +43,11 @@ impl fmt::Display for ObjectKey {
             write!(f, "{}/{}", self.namespace, self.name)
         }
     }
+}
+
+/// The key of a run's first object (runs are never empty).
+fn first_key<T>(run: &Run<T>, key_of: KeyOf<T>) -> Option<(&str, &str)> {
+    run.first().map(|o| key_of(o))
 }
 
 /// The objects of one kind.
@@ -213,24 +218,28 @@ impl<T> Kind<T> {
         let runs = cached.runs();
         let mut merged_runs = Vec::with_capacity(runs.len() + changed.len() / RUN_LENGTH + 1);
         let mut keys = changed.iter().peekable();
-        for (at, run) in runs.iter().enumerate() {
-            if keys.peek().is_none() {
+        let mut at = 0;
+        while at < runs.len() {
+            let Some(key) = keys.peek() else {
                 // No change left: the rest is shared, no object read.
-                merged_runs.push(run.clone());
-                continue;
-            }
-            let next_first = runs.get(at + 1).and_then(|next| next.first()).map(|o| key_of(o));
+                merged_runs.extend_from_slice(&runs[at..]);
+                break;
+            };
+            // The run the next key falls in, found by a binary search on the runs' first keys
+            // (a few hundred changed pods among 1,500 runs: a walk reading every run's first
+            // key was a fiftieth of a simulated day); the runs before it are shared.
+            let wanted = (key.namespace.as_str(), key.name.as_str());
+            let falls_in = at + runs[at + 1..].partition_point(|run| first_key(run, key_of).is_some_and(|f| f <= wanted));
+            merged_runs.extend_from_slice(&runs[at..falls_in]);
+            let next_first = runs.get(falls_in + 1).and_then(|run| first_key(run, key_of));
             let mut in_run = Vec::new();
             while let Some(key) =
                 keys.next_if(|k| next_first.is_none_or(|f| (k.namespace.as_str(), k.name.as_str()) < f))
             {
                 in_run.push(key);
             }
-            if in_run.is_empty() {
-                merged_runs.push(run.clone());
-            } else {
-                cut_run(self.merged_run(run, &in_run, key_of), &mut merged_runs);
-            }
+            cut_run(self.merged_run(&runs[falls_in], &in_run, key_of), &mut merged_runs);
+            at = falls_in + 1;
         }
         if runs.is_empty() {
             // Nothing cached to merge into: every changed key is new.
