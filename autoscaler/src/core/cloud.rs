@@ -731,6 +731,18 @@ mod tests {
         assert_eq!(readiness, [Some(Readiness::Ready), Some(Readiness::Unready), Some(Readiness::Ready), None]);
         assert_eq!((from_loop.ready, from_loop.unready), (3, 1));
         assert_eq!(from_loop.group("a").map(|g| (g.ready, g.unready)), Some((2, 1)));
+        // Readiness at a position: as by name, whether the state was observed with the loop's
+        // cloud state (read at the position) or the other (by name), and for a node at a
+        // position where another was gathered.
+        for (state, cloud) in [(&from_loop, &looped), (&from_other, &other), (&from_loop, &other)] {
+            let at_positions: Vec<Option<Readiness>> =
+                nodes.iter().enumerate().map(|(p, n)| state.readiness.at(p, n, cloud)).collect();
+            let by_name: Vec<Option<Readiness>> = nodes.iter().map(|n| state.readiness.get(name_of(n))).collect();
+            assert_eq!(at_positions, by_name);
+        }
+        let unready_node = &nodes[nodes.len() - 2];
+        assert_eq!(from_loop.readiness.at(0, unready_node, &looped), Some(Readiness::Unready));
+        assert_eq!(from_loop.readiness.at(nodes.len() - 2, &nodes[0], &looped), Some(Readiness::Ready));
     }
 
     #[tokio::test]

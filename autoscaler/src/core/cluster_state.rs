@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 use rustc_hash::FxHashSet;
 
 use super::cloud::CloudState;
-use super::node_positions::NodePositions;
+use super::node_positions::{NodePositions, name_of};
 use super::readiness::{Readiness, readiness};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
@@ -55,6 +55,17 @@ pub struct NodeReadiness {
 impl NodeReadiness {
     pub fn get(&self, node: &str) -> Option<Readiness> {
         self.positions.get(node).and_then(|position| self.by_position.get(position).copied())
+    }
+
+    /// `get` for `node`, the `position`-th node of a list: read at that position when this
+    /// readiness was observed from the very nodes `cloud` was gathered from and `node` is the
+    /// one gathered there (the decision's walk of the loop's nodes: no name hashed), looked up
+    /// by name otherwise.
+    pub fn at(&self, position: usize, node: &Arc<Node>, cloud: &CloudState) -> Option<Readiness> {
+        if Arc::ptr_eq(&self.positions, &cloud.node_positions) && cloud.facts_of(position, node).is_some() {
+            return self.by_position.get(position).copied();
+        }
+        self.get(name_of(node))
     }
 }
 

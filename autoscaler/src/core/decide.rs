@@ -140,7 +140,7 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     for (position, node) in view.nodes.iter().enumerate() {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let managed = cloud.group_at(position, node).is_some();
-        if managed && state.readiness.get(name) == Some(Readiness::NotStarted) {
+        if managed && state.readiness.at(position, node, cloud) == Some(Readiness::NotStarted) {
             continue;
         }
         if !managed {
