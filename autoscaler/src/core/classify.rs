@@ -56,13 +56,29 @@ enum Class {
     /// None of the others: bound to a node the view does not hold, finished, expendable while
     /// not unschedulable, or pending and not yet marked unschedulable.
     Other,
-    Scheduled(usize),
+    Scheduled(Slot),
     Pending,
     /// Waiting for preemption on the node of this slot.
-    Nominated(usize),
+    Nominated(Slot),
     /// Unschedulable, with a priority below `--expendable-pods-priority-cutoff`.
     Expendable,
     SchedulerNotAllowed,
+}
+
+/// A node slot as a pod's sorting keeps it: four bytes, so that a sorting takes twelve (the
+/// whole list of them is copied and walked at every update: 100,000 pods, 2.4 MB at `usize`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot(u32);
+
+impl Slot {
+    /// A view holds far fewer than 2^32 nodes (each is kilobytes), so none saturates.
+    fn of(index: usize) -> Slot {
+        Slot(u32::try_from(index).unwrap_or(u32::MAX))
+    }
+
+    fn index(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
 }
 
 /// One pod's sorting, with the two flags the counts read.
@@ -77,6 +93,8 @@ struct Sorted {
     /// view's nodes.
     names_node: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Sorted>() == 12, "a pod's sorting stays small");
 
 /// The last sorting: the list it was made from and each pod's place, with what a decision
 /// reads of it.
@@ -214,7 +232,7 @@ impl ClassificationCache {
         let mut on_nodes: FxHashMap<&'v str, Vec<&'v Arc<PodInfo>>> = FxHashMap::default();
         for (pod, sorted) in view.pods.iter().zip(&kept.sorted) {
             let on_wanted = match sorted.class {
-                Class::Scheduled(slot) => wanted[slot],
+                Class::Scheduled(slot) => wanted[slot.index()],
                 _ => sorted.names_node && pod.node_name().is_some_and(|n| nodes.contains(n)),
             };
             if on_wanted && let Some(node) = pod.node_name() {
@@ -249,12 +267,12 @@ impl Sorter<'_> {
             return sorted(if unschedulable { Class::Expendable } else { Class::Other });
         }
         if let Some(slot) = bound_to {
-            return sorted(Class::Scheduled(slot));
+            return sorted(Class::Scheduled(Slot::of(slot)));
         }
         // Upstream ignores pods nominated to an existing node for scale-up and counts them on
         // that node as if the preemption were done.
         if let Some(slot) = pod.state.nominated_node_name.as_deref().and_then(|n| node_slots.get(n)) {
-            return sorted(Class::Nominated(*slot));
+            return sorted(Class::Nominated(Slot::of(*slot)));
         }
         if !scheduler_allowed(pod, options) {
             return sorted(Class::SchedulerNotAllowed);
@@ -283,9 +301,9 @@ fn node_lists(
     let mut lists: Vec<Vec<Arc<PodInfo>>> = vec![Vec::new(); slots];
     for (pod, s) in pods.iter().zip(sorted) {
         if let Class::Scheduled(slot) = s.class
-            && take(slot)
+            && take(slot.index())
         {
-            lists[slot].push(pod.clone());
+            lists[slot.index()].push(pod.clone());
         }
     }
     lists
@@ -356,7 +374,7 @@ struct Walk {
 impl Walk {
     fn mark(&mut self, s: &Sorted) {
         if let Class::Scheduled(slot) = s.class {
-            self.changed_slots[slot] = true;
+            self.changed_slots[slot.index()] = true;
         }
     }
 
@@ -433,8 +451,8 @@ fn renumber_nodes(kept: Kept, view: &ClusterView, sorter: &mut Sorter) -> (Kept,
     let mut read = 0;
     for (at, s) in sorted.iter_mut().enumerate() {
         let class = match s.class {
-            Class::Scheduled(slot) => moved[slot].map(Class::Scheduled),
-            Class::Nominated(slot) => moved[slot].map(Class::Nominated),
+            Class::Scheduled(slot) => moved[slot.index()].map(|to| Class::Scheduled(Slot::of(to))),
+            Class::Nominated(slot) => moved[slot.index()].map(|to| Class::Nominated(Slot::of(to))),
             class if !s.names_node => Some(class),
             _ => None,
         };
@@ -444,7 +462,7 @@ fn renumber_nodes(kept: Kept, view: &ClusterView, sorter: &mut Sorter) -> (Kept,
                 read += 1;
                 *s = sorter.sort(&kept.pods[at]);
                 if let Class::Scheduled(slot) = s.class {
-                    joined[slot] = true;
+                    joined[slot.index()] = true;
                 }
             }
         }
@@ -500,9 +518,9 @@ fn finish(
             Class::Other | Class::Scheduled(_) => {}
             Class::Pending => kept.pending.push(at),
             Class::Nominated(slot) => {
-                let node = &kept.node_names[slot];
+                let node = &kept.node_names[slot.index()];
                 kept.ignored.insert(key(), format!("waiting for preemption on its nominated node {node}"));
-                kept.nominated.push((at, slot));
+                kept.nominated.push((at, slot.index()));
             }
             Class::Expendable => {
                 kept.ignored.insert(key(), "expendable: priority below --expendable-pods-priority-cutoff".into());
