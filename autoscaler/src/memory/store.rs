@@ -229,7 +229,8 @@ impl<T> Kind<T> {
             // (a few hundred changed pods among 1,500 runs: a walk reading every run's first
             // key was a fiftieth of a simulated day); the runs before it are shared.
             let wanted = (key.namespace.as_str(), key.name.as_str());
-            let falls_in = at + runs[at + 1..].partition_point(|run| first_key(run, key_of).is_some_and(|f| f <= wanted));
+            let falls_in =
+                at + runs[at + 1..].partition_point(|run| first_key(run, key_of).is_some_and(|f| f <= wanted));
             merged_runs.extend_from_slice(&runs[at..falls_in]);
             let next_first = runs.get(falls_in + 1).and_then(|run| first_key(run, key_of));
             let mut in_run = Vec::new();
