@@ -26,6 +26,11 @@ impl ObjectKey {
         ObjectKey { namespace: String::new(), name: name.into() }
     }
 
+    /// Namespace and name, as a `KeyOf` gives an object's key.
+    fn parts(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
+
     /// The key of an object in its namespace (`default` when it names none).
     pub fn of(meta: &ObjectMeta) -> ObjectKey {
         ObjectKey {
@@ -228,15 +233,13 @@ impl<T> Kind<T> {
             // The run the next key falls in, found by a binary search on the runs' first keys
             // (a few hundred changed pods among 1,500 runs: a walk reading every run's first
             // key was a fiftieth of a simulated day); the runs before it are shared.
-            let wanted = (key.namespace.as_str(), key.name.as_str());
+            let wanted = key.parts();
             let falls_in =
                 at + runs[at + 1..].partition_point(|run| first_key(run, key_of).is_some_and(|f| f <= wanted));
             merged_runs.extend_from_slice(&runs[at..falls_in]);
             let next_first = runs.get(falls_in + 1).and_then(|run| first_key(run, key_of));
             let mut in_run = Vec::new();
-            while let Some(key) =
-                keys.next_if(|k| next_first.is_none_or(|f| (k.namespace.as_str(), k.name.as_str()) < f))
-            {
+            while let Some(key) = keys.next_if(|k| next_first.is_none_or(|f| k.parts() < f)) {
                 in_run.push(key);
             }
             cut_run(self.merged_run(&runs[falls_in], &in_run, key_of), &mut merged_runs);
@@ -261,7 +264,7 @@ impl<T> Kind<T> {
         let mut merged = Vec::with_capacity(run.len() + changed.len());
         let mut from = 0;
         for key in changed {
-            let wanted = (key.namespace.as_str(), key.name.as_str());
+            let wanted = key.parts();
             let at = from + run[from..].partition_point(|o| key_of(o) < wanted);
             merged.extend_from_slice(&run[from..at]);
             from = at;

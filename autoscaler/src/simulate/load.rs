@@ -183,8 +183,7 @@ impl MetricsSource for LoadModel {
             _ => None,
         });
         drop(cluster);
-        let pods: Vec<&Arc<PodInfo>> = selected.iter().collect();
-        let ready_pods: Vec<_> = pods.iter().filter(|p| ready(p)).collect();
+        let ready_pods: Vec<&Arc<PodInfo>> = selected.iter().filter(|p| ready(p)).collect();
         let mut out = PodResourceMetrics::with_capacity_and_hasher(ready_pods.len(), Default::default());
         for p in &ready_pods {
             let value = match (resource, load) {

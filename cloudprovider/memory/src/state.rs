@@ -357,7 +357,7 @@ impl ProviderState {
         if delta >= 0 {
             return Err(invalid(format!("size decrease must be negative, got {delta}")));
         }
-        let group = &self.groups[index];
+        let group = &mut self.groups[index];
         let decrease = usize::try_from(delta.unsigned_abs()).unwrap_or(usize::MAX);
         let target = group.target();
         let existing = group.instances.iter().filter(|i| i.phase == Phase::Running).count();
@@ -366,8 +366,6 @@ impl ProviderState {
                 "attempt to delete existing nodes targetSize:{target} delta:{delta} existingNodes: {existing}"
             )));
         }
-        self.quiet_until = Timestamp::MIN;
-        let group = &mut self.groups[index];
         let mut withdrawn = 0;
         for instance in group.instances.iter_mut().rev() {
             if withdrawn == decrease {
@@ -378,6 +376,7 @@ impl ProviderState {
                 withdrawn += 1;
             }
         }
+        self.quiet_until = Timestamp::MIN;
         Ok(())
     }
 
@@ -461,7 +460,9 @@ mod tests {
                 full.settle(&specs, now);
                 let mut results = Vec::new();
                 for state in [&mut fast, &mut full] {
-                    let ids = |g: usize| state.groups[g].instances.iter().map(|i| (format!("n{}", i.id), i.id.clone())).collect::<Vec<_>>();
+                    let ids = |g: usize| {
+                        state.groups[g].instances.iter().map(|i| (format!("n{}", i.id), i.id.clone())).collect::<Vec<_>>()
+                    };
                     let result = match &op {
                         Op::Wait(_) => Ok(()),
                         Op::Increase(g, n) => state.increase(&specs, *g, *n, now, Duration::from_secs(30), false),
