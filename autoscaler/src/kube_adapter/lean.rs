@@ -14,6 +14,7 @@
 //! `containers`, and so on. Other maps (a ConfigMap's data, labels) are untouched.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 use ::kube::Resource;
@@ -58,7 +59,7 @@ impl<K: Resource> Resource for Lean<K> {
 /// all held until the list is complete, and untrimmed they would be about 2.5 times bigger.
 impl<'de, K: de::Deserialize<'de> + Resource + std::any::Any> de::Deserialize<'de> for Lean<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut object = K::deserialize(Skipping { inner: deserializer, place: Place::Object })?;
+        let mut object = K::deserialize(Skipping { inner: deserializer, at: At::object(None) })?;
         crate::core::compact::compact(&mut object);
         Ok(Lean(object))
     }
@@ -68,7 +69,19 @@ impl<'de, K: de::Deserialize<'de> + Resource + std::any::Any> de::Deserialize<'d
 /// rest: for readers that wrap it further (the dump reader lists the
 /// fields its types do not know around it, so what is stepped over is never listed).
 pub fn skipping<'de, D: Deserializer<'de>>(deserializer: D) -> impl Deserializer<'de, Error = D::Error> {
-    Skipping { inner: deserializer, place: Place::Object }
+    Skipping { inner: deserializer, at: At::object(None) }
+}
+
+/// `skipping`, raising `unread` when the type reading the object leaves a field unread (one it
+/// does not know: k8s-openapi's types read such a field's value as `IgnoredAny`). A flag, not
+/// the field's path: the dump reader reads the rare object that raises it again with
+/// `serde_ignored` for the paths, so the others do not pay for tracking them (a copy of every
+/// key read).
+pub fn skipping_noting_unread<'de, 'n, D: Deserializer<'de> + 'n>(
+    deserializer: D,
+    unread: &'n Cell<bool>,
+) -> impl Deserializer<'de, Error = D::Error> + 'n {
+    Skipping { inner: deserializer, at: At::object(Some(unread)) }
 }
 
 /// Where a value sits, for what may be skipped in it.
@@ -163,21 +176,41 @@ impl Place {
     }
 }
 
-struct Skipping<D> {
-    inner: D,
+/// Where a value sits, and the flag to raise when a field in it is left unread (see
+/// `skipping_noting_unread`).
+#[derive(Clone, Copy)]
+struct At<'n> {
     place: Place,
+    unread: Option<&'n Cell<bool>>,
+}
+
+impl<'n> At<'n> {
+    fn object(unread: Option<&'n Cell<bool>>) -> At<'n> {
+        At { place: Place::Object, unread }
+    }
+    fn child(self, key: &str) -> At<'n> {
+        At { place: self.place.child(key), ..self }
+    }
+    fn element(self) -> At<'n> {
+        At { place: self.place.element(), ..self }
+    }
+}
+
+struct Skipping<'n, D> {
+    inner: D,
+    at: At<'n>,
 }
 
 /// Forwards `deserialize_*` methods to the inner deserializer with the visitor wrapped.
 macro_rules! forward {
     ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
         $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-            self.inner.$method($($arg,)* Wrapped { inner: visitor, place: self.place })
+            self.inner.$method($($arg,)* Wrapped { inner: visitor, at: self.at })
         })*
     };
 }
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<D> {
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<'_, D> {
     type Error = D::Error;
 
     forward! {
@@ -190,7 +223,15 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<D> {
         deserialize_tuple_struct(name: &'static str, len: usize), deserialize_map(),
         deserialize_struct(name: &'static str, fields: &'static [&'static str]),
         deserialize_enum(name: &'static str, variants: &'static [&'static str]),
-        deserialize_identifier(), deserialize_ignored_any(),
+        deserialize_identifier(),
+    }
+
+    /// A value the type does not read: a field it does not know.
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        if let Some(unread) = self.at.unread {
+            unread.set(true);
+        }
+        self.inner.deserialize_ignored_any(visitor)
     }
 
     fn is_human_readable(&self) -> bool {
@@ -199,9 +240,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<D> {
 }
 
 /// A visitor whose maps and sequences skip what their place says.
-struct Wrapped<V> {
+struct Wrapped<'n, V> {
     inner: V,
-    place: Place,
+    at: At<'n>,
 }
 
 macro_rules! pass {
@@ -212,7 +253,7 @@ macro_rules! pass {
     };
 }
 
-impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<V> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -233,94 +274,94 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<V> {
         self.inner.visit_unit()
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
-        self.inner.visit_some(Skipping { inner: d, place: self.place })
+        self.inner.visit_some(Skipping { inner: d, at: self.at })
     }
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
-        self.inner.visit_newtype_struct(Skipping { inner: d, place: self.place })
+        self.inner.visit_newtype_struct(Skipping { inner: d, at: self.at })
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_seq(Elements { inner: seq, place: self.place.element() })
+        self.inner.visit_seq(Elements { inner: seq, at: self.at.element() })
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_map(Entries { inner: map, place: self.place, value_place: Place::Plain })
+        self.inner.visit_map(Entries { inner: map, at: self.at, value_at: At { place: Place::Plain, ..self.at } })
     }
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_enum(Variant { inner: data, place: self.place })
+        self.inner.visit_enum(Variant { inner: data, at: self.at })
     }
 }
 
 /// An enum value (our own types' enums; k8s-openapi's have none) read at `place`.
-struct Variant<A> {
+struct Variant<'n, A> {
     inner: A,
-    place: Place,
+    at: At<'n>,
 }
 
-impl<'de, A: EnumAccess<'de>> EnumAccess<'de> for Variant<A> {
+impl<'de, 'n, A: EnumAccess<'de>> EnumAccess<'de> for Variant<'n, A> {
     type Error = A::Error;
-    type Variant = Variant<A::Variant>;
+    type Variant = Variant<'n, A::Variant>;
 
     fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant), A::Error> {
         let (value, variant) = self.inner.variant_seed(seed)?;
-        Ok((value, Variant { inner: variant, place: self.place }))
+        Ok((value, Variant { inner: variant, at: self.at }))
     }
 }
 
-impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Variant<A> {
+impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Variant<'_, A> {
     type Error = A::Error;
 
     fn unit_variant(self) -> Result<(), A::Error> {
         self.inner.unit_variant()
     }
     fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<S::Value, A::Error> {
-        self.inner.newtype_variant_seed(Seed { inner: seed, place: self.place })
+        self.inner.newtype_variant_seed(Seed { inner: seed, at: self.at })
     }
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
-        self.inner.tuple_variant(len, Wrapped { inner: visitor, place: self.place })
+        self.inner.tuple_variant(len, Wrapped { inner: visitor, at: self.at })
     }
     fn struct_variant<V: Visitor<'de>>(
         self,
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, A::Error> {
-        self.inner.struct_variant(fields, Wrapped { inner: visitor, place: self.place })
+        self.inner.struct_variant(fields, Wrapped { inner: visitor, at: self.at })
     }
 }
 
-/// A seed whose value is read at `place`.
-struct Seed<S> {
+/// A seed whose value is read at `at`.
+struct Seed<'n, S> {
     inner: S,
-    place: Place,
+    at: At<'n>,
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<'_, S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
-        self.inner.deserialize(Skipping { inner: d, place: self.place })
+        self.inner.deserialize(Skipping { inner: d, at: self.at })
     }
 }
 
-struct Elements<A> {
+struct Elements<'n, A> {
     inner: A,
-    place: Place,
+    at: At<'n>,
 }
 
-impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<A> {
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<'_, A> {
     type Error = A::Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, A::Error> {
-        self.inner.next_element_seed(Seed { inner: seed, place: self.place })
+        self.inner.next_element_seed(Seed { inner: seed, at: self.at })
     }
     fn size_hint(&self) -> Option<usize> {
         self.inner.size_hint()
     }
 }
 
-struct Entries<A> {
+struct Entries<'n, A> {
     inner: A,
-    place: Place,
-    /// The place of the value after the key just read.
-    value_place: Place,
+    at: At<'n>,
+    /// Where the value after the key just read sits.
+    value_at: At<'n>,
 }
 
 /// A map key, borrowed from the input when it has no escapes.
@@ -366,17 +407,17 @@ impl<'de> DeserializeSeed<'de> for KeyVisitor {
     }
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<'_, A> {
     type Error = A::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
         loop {
             let Some(key) = self.inner.next_key_seed(KeyVisitor)? else { return Ok(None) };
-            if self.place.skips(key.as_str()) {
+            if self.at.place.skips(key.as_str()) {
                 self.inner.next_value::<IgnoredAny>()?;
                 continue;
             }
-            self.value_place = self.place.child(key.as_str());
+            self.value_at = self.at.child(key.as_str());
             return match key {
                 Key::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
                 Key::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
@@ -386,7 +427,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        self.inner.next_value_seed(Seed { inner: seed, place: self.value_place })
+        self.inner.next_value_seed(Seed { inner: seed, at: self.value_at })
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -402,7 +443,7 @@ mod tests {
 
     /// `text` parsed with the skipping alone (`Lean` also trims).
     fn skipping<K: de::DeserializeOwned>(text: &str) -> Result<K, serde_json::Error> {
-        K::deserialize(Skipping { inner: &mut serde_json::Deserializer::from_str(text), place: Place::Object })
+        K::deserialize(Skipping { inner: &mut serde_json::Deserializer::from_str(text), at: At::object(None) })
     }
 
     #[test]
@@ -567,5 +608,50 @@ mod tests {
         let template = deployment.spec.unwrap().template.metadata.unwrap();
         assert_eq!(template.managed_fields, None);
         assert_eq!(template.labels.unwrap()["a"], "b");
+    }
+
+    /// The flag is raised exactly when `read_listing` (`serde_ignored` around the same skipping)
+    /// lists a field:
+    /// unknown fields at any depth raise it; skipped fields and data maps with any keys do not.
+    #[test]
+    fn the_unread_flag_agrees_with_serde_ignored() {
+        let known = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"anything": "x"}, "managedFields": [{"manager": "m"}],
+                         "annotations": {LAST_APPLIED: "{}"}},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "A"}], "resources": {"requests": {"cpu": "1"}}}],
+                     "volumes": [{"name": "v", "projected": {"sources": []}}], "nodeSelector": {"zone": "a"}},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "c", "unknownInASkippedPart": 1}]},
+        });
+        let mut cases = vec![(known.clone(), false)];
+        for (pointer, field) in [
+            ("", "newTopLevel"),
+            ("/metadata", "newInMetadata"),
+            ("/spec", "newInSpec"),
+            ("/spec/containers/0", "newInContainer"),
+            ("/spec/containers/0/resources", "reqeusts"),
+            ("/spec/volumes/0", "newVolumeSource"),
+            ("/status", "newInStatus"),
+        ] {
+            let mut object = known.clone();
+            object.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert(field.into(), json!({"x": [1]}));
+            cases.push((object, true));
+        }
+        for (object, expected) in cases {
+            let text = object.to_string();
+            let unread = Cell::new(false);
+            let noted = <Pod as de::Deserialize>::deserialize(skipping_noting_unread(
+                &mut serde_json::Deserializer::from_str(&text),
+                &unread,
+            ));
+            let tracked = cloudprovider::objects::read_listing::<Pod, _>(super::skipping(
+                &mut serde_json::Deserializer::from_str(&text),
+            ))
+            .unwrap();
+            let listed = tracked.unknown_fields;
+            assert_eq!(noted.unwrap(), tracked.object, "{text}");
+            assert_eq!(unread.get(), expected, "{text}: {listed:?}");
+            assert_eq!(listed.is_empty(), !expected, "{text}: {listed:?}");
+        }
     }
 }
