@@ -166,3 +166,36 @@ async fn ports_over_a_handle_read_and_act_on_the_cluster() {
     let cluster = handle.lock();
     assert_eq!(cluster.events(), [RecordedEvent { at: t(10), event }]);
 }
+
+/// The soft taints follow the unneeded nodes, at most `budget` calls a loop: nodes already as
+/// wanted cost nothing, so the next loop goes on where the budget stopped.
+#[tokio::test]
+async fn soft_taints_follow_the_unneeded_nodes_within_the_call_budget() {
+    use crate::control::soft_taint::update_soft_taints;
+    let time = SharedTime::new(t(0));
+    let handle = MemoryClusterHandle::new(MemoryCluster::new(config(), time.clone(), None));
+    for name in ["n1", "n2", "n3", "n4"] {
+        handle.lock().apply(node(name, "8", "16Gi")).unwrap();
+    }
+    handle.lock().advance(t(10));
+    let candidate = Taint {
+        key: simulator::well_known::DELETION_CANDIDATE_TAINT.into(),
+        value: Some("1".into()),
+        effect: "PreferNoSchedule".into(),
+        ..Default::default()
+    };
+    // n4 was unneeded in an earlier loop and is not any more.
+    handle.taint_node("n4", candidate, false).await.unwrap();
+    let unneeded: std::collections::BTreeSet<String> = ["n1", "n2", "n3"].map(String::from).into();
+    let budget = Duration::from_secs(3);
+    let view = handle.view().await.unwrap();
+    let none = update_soft_taints(&view, &unneeded, &handle, 0, budget, t(10)).await;
+    assert_eq!(none, (vec![], vec![]), "a budget of no calls makes none");
+    let first = update_soft_taints(&view, &unneeded, &handle, 2, budget, t(10)).await;
+    assert_eq!(first, (vec!["n1".to_string(), "n2".to_string()], vec![]));
+    let view = handle.view().await.unwrap();
+    let second = update_soft_taints(&view, &unneeded, &handle, 2, budget, t(20)).await;
+    assert_eq!(second, (vec!["n3".to_string()], vec!["n4".to_string()]));
+    let view = handle.view().await.unwrap();
+    assert_eq!(update_soft_taints(&view, &unneeded, &handle, 2, budget, t(30)).await, (vec![], vec![]));
+}
