@@ -79,7 +79,7 @@ fn term() -> impl Strategy<Value = Arc<PodTerm>> {
     let topology_key = prop_oneof![Just("zone".to_string()), Just(HOSTNAME_LABEL.to_string())];
     let kind = prop_oneof![Just(TermKind::Affinity), Just(TermKind::Spread)];
     (kind, selector, namespaces, topology_key).prop_map(|(kind, selector, namespaces, topology_key)| {
-        Arc::new(PodTerm { kind, selector, namespaces, topology_key })
+        Arc::new(PodTerm::new(kind, selector, namespaces, topology_key))
     })
 }
 

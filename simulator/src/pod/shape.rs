@@ -52,16 +52,44 @@ pub enum TermKind {
 }
 
 /// A compiled pod (anti-)affinity term or a topology spread selector: which pods it counts
-/// (namespaces and label selector) and over which topology key.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// (namespaces and label selector) and over which topology key. Built by [`PodTerm::new`] and
+/// never changed after (its fields are public to read): the snapshot's topology index looks its
+/// terms up at every pod it places, and hashes the digest taken at construction instead of
+/// the selector's strings each time.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodTerm {
     pub kind: TermKind,
     pub selector: Selector,
     pub namespaces: NamespaceSet,
     pub topology_key: String,
+    /// A hash of the four fields above, taken once.
+    digest: u64,
+}
+
+impl std::hash::Hash for PodTerm {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        debug_assert_eq!(
+            self.digest,
+            Self::digest_of(self.kind, &self.selector, &self.namespaces, &self.topology_key),
+            "a term changed after it was built"
+        );
+        state.write_u64(self.digest);
+    }
 }
 
 impl PodTerm {
+    pub fn new(kind: TermKind, selector: Selector, namespaces: NamespaceSet, topology_key: String) -> PodTerm {
+        let digest = Self::digest_of(kind, &selector, &namespaces, &topology_key);
+        PodTerm { kind, selector, namespaces, topology_key, digest }
+    }
+
+    fn digest_of(kind: TermKind, selector: &Selector, namespaces: &NamespaceSet, topology_key: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = rustc_hash::FxHasher::default();
+        (kind, selector, namespaces, topology_key).hash(&mut hasher);
+        hasher.finish()
+    }
+
     /// Compiles a required (anti-)affinity term of a pod in `pod_namespace` with `pod_labels`.
     /// `matchLabelKeys` / `mismatchLabelKeys` become `key=value` / `key!=value` requirements
     /// taken from the pod's own labels, as the API server does on admission.
@@ -83,12 +111,12 @@ impl PodTerm {
             reqs.sort();
             reqs.dedup();
         }
-        PodTerm {
-            kind: TermKind::Affinity,
+        PodTerm::new(
+            TermKind::Affinity,
             selector,
-            namespaces: NamespaceSet { names, selector: namespace_selector },
-            topology_key: term.topology_key.clone(),
-        }
+            NamespaceSet { names, selector: namespace_selector },
+            term.topology_key.clone(),
+        )
     }
 
     /// Whether `pod` is one of the pods this term counts.
@@ -121,12 +149,12 @@ impl SpreadConstraint {
             selector = selector.with_equalities(extra);
         }
         Some(SpreadConstraint {
-            term: Arc::new(PodTerm {
-                kind: TermKind::Spread,
+            term: Arc::new(PodTerm::new(
+                TermKind::Spread,
                 selector,
-                namespaces: NamespaceSet { names: vec![namespace.to_string()], selector: None },
-                topology_key: c.topology_key.clone(),
-            }),
+                NamespaceSet { names: vec![namespace.to_string()], selector: None },
+                c.topology_key.clone(),
+            )),
             max_skew: i64::from(c.max_skew.max(1)),
             min_domains: i64::from(c.min_domains.unwrap_or(1).max(1)),
             honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
@@ -239,4 +267,42 @@ pub(crate) fn reads_pod_labels(spec: &PodSpec) -> bool {
         .iter()
         .flatten()
         .any(|c| c.match_label_keys.as_ref().is_some_and(|k| !k.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::labels::Requirement;
+
+    fn term(kind: TermKind, app: &str, namespace: &str, topology_key: &str) -> Arc<PodTerm> {
+        Arc::new(PodTerm::new(
+            kind,
+            Selector::All(vec![Requirement::In("app".into(), vec![app.into()])]),
+            NamespaceSet { names: vec![namespace.into()], selector: None },
+            topology_key.into(),
+        ))
+    }
+
+    /// The digest stands in for the fields in `Hash`: a term built again from the same fields
+    /// finds the first in a map, and a term differing in any field is another key.
+    #[test]
+    fn terms_built_alike_are_one_key_and_any_difference_another() {
+        let mut ids: HashMap<Arc<PodTerm>, usize> = HashMap::new();
+        let variants = [
+            term(TermKind::Affinity, "web", "default", "zone"),
+            term(TermKind::Spread, "web", "default", "zone"),
+            term(TermKind::Affinity, "db", "default", "zone"),
+            term(TermKind::Affinity, "web", "prod", "zone"),
+            term(TermKind::Affinity, "web", "default", "kubernetes.io/hostname"),
+        ];
+        for (i, t) in variants.iter().enumerate() {
+            assert_eq!(ids.insert(t.clone(), i), None, "{t:?} is a new key");
+        }
+        assert_eq!(ids.get(&term(TermKind::Affinity, "web", "default", "zone")), Some(&0));
+        assert_eq!(ids.get(&term(TermKind::Spread, "web", "default", "zone")), Some(&1));
+        assert_eq!(ids.len(), variants.len());
+    }
 }
