@@ -188,9 +188,6 @@ impl<'n> At<'n> {
     fn object(unread: Option<&'n Cell<bool>>) -> At<'n> {
         At { place: Place::Object, unread }
     }
-    fn child(self, key: &str) -> At<'n> {
-        At { place: self.place.child(key), ..self }
-    }
     fn element(self) -> At<'n> {
         At { place: self.place.element(), ..self }
     }
@@ -283,7 +280,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrapped<'_, V> {
         self.inner.visit_seq(Elements { inner: seq, at: self.at.element() })
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_map(Entries { inner: map, at: self.at, value_at: At { place: Place::Plain, ..self.at } })
+        self.inner.visit_map(Entries { inner: map, at: self.at, value_place: Place::Plain })
     }
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
         self.inner.visit_enum(Variant { inner: data, at: self.at })
@@ -360,8 +357,8 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<'_, A> {
 struct Entries<'n, A> {
     inner: A,
     at: At<'n>,
-    /// Where the value after the key just read sits.
-    value_at: At<'n>,
+    /// The place of the value after the key just read (its flag is the map's).
+    value_place: Place,
 }
 
 /// A map key, borrowed from the input when it has no escapes.
@@ -417,7 +414,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<'_, A> {
                 self.inner.next_value::<IgnoredAny>()?;
                 continue;
             }
-            self.value_at = self.at.child(key.as_str());
+            self.value_place = self.at.place.child(key.as_str());
             return match key {
                 Key::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
                 Key::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
@@ -427,7 +424,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<'_, A> {
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        self.inner.next_value_seed(Seed { inner: seed, at: self.value_at })
+        self.inner.next_value_seed(Seed { inner: seed, at: At { place: self.value_place, ..self.at } })
     }
 
     fn size_hint(&self) -> Option<usize> {
