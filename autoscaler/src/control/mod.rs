@@ -3,12 +3,14 @@
 //!
 //! One iteration: refresh the cloud → read the cluster → update the registry (scale-up
 //! timeouts, backoff, unregistered and failed instances, wrong sizes) → repair what it found →
-//! stop if the cluster is unhealthy → decide → scale up → update soft taints → start deletions →
-//! advance deletions in flight → write status and events.
+//! stop if the cluster is unhealthy → decide the scale-up → call `IncreaseSize` (`scale_up_calls`)
+//! → plan the scale-down → update soft taints → start deletions → advance deletions in flight →
+//! write status and events.
 
 pub mod actuator;
 pub mod backoff;
 pub mod registry;
+mod scale_up_calls;
 pub mod schedule;
 pub mod soft_taint;
 pub mod status;
@@ -29,13 +31,15 @@ use self::actuator::{ActuationReport, Actuator};
 pub use self::actuator::{DeletedNode, RemovalReason};
 use self::registry::InstanceRemoval;
 use self::registry::{InstanceToRemove, Registry};
+use self::scale_up_calls::call_scale_up;
 use self::soft_taint::update_soft_taints;
 use self::status::{StatusWriter, go_time};
 use crate::config::AutoscalingOptions;
 use crate::core::decide::DecideTimings;
+use crate::core::decide::decide_scale_up;
 use crate::core::laps::Laps;
-use crate::core::plan::{GroupIncrease, Plan, ScaleDownStatus, ScaleUpResult};
-use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory, decide};
+use crate::core::plan::{GroupIncrease, Plan, ScaleDownStatus};
+use crate::core::{CloudState, ClusterView, DecisionInput, LoopMemory};
 use crate::hpa::MetricsSource;
 use crate::podscaling::{AutoscalerReport, PodAutoscalerMode, PodScaling, ScaleTargets, TargetState, anticipated_pods};
 use crate::ports::{
@@ -484,17 +488,36 @@ impl Autoscaler {
             now,
             anticipated: &self.anticipated,
         };
-        let decision = decide(&input, &mut self.expander);
+        // Upstream's order: the scale-up's calls are made before the scale-down is planned, so
+        // pending pods wait for no scale-down simulation. The scale-down planning reads the
+        // memory as it was before the calls (`scale_up_this_loop` tells it of the scale-up).
+        let scale_up_decided = decide_scale_up(&input, &mut self.expander);
+        laps.lap();
+        let scaled_up = call_scale_up(
+            scale_up_decided.scale_up(),
+            &cloud,
+            &self.options,
+            &mut self.registry,
+            self.clock.as_ref(),
+            now,
+            &mut report,
+        )
+        .await;
+        report.timings.scale_up_calls = laps.lap();
+        let decision = scale_up_decided.plan_scale_down();
         report.timings.decide = decision.timings;
         // Anticipated pods are looked at once: from the next loop on the real pods exist.
         self.anticipated.clear();
         let plan = decision.plan;
         self.memory.unneeded_since = decision.unneeded_since;
         self.memory.unremovable_until = decision.unremovable_until;
-
+        if scaled_up {
+            self.memory.last_scale_up = Some(now);
+            for inc in &plan.scale_up.increases {
+                self.memory.group_scale_ups.insert(inc.node_group.clone(), now);
+            }
+        }
         laps.lap();
-        self.scale_up(&plan, &cloud, now, &mut report).await;
-        report.timings.scale_up_calls = laps.lap();
 
         let unneeded: BTreeSet<String> =
             plan.scale_down.unneeded.iter().map(|n| n.node.clone()).filter(|n| !self.actuator.is_deleting(n)).collect();
@@ -630,143 +653,6 @@ impl Autoscaler {
                 }
                 report.events.push(Event { object: config_map.clone(), event_type, reason, message });
             }
-        }
-    }
-
-    async fn scale_up(&mut self, plan: &Plan, cloud: &CloudState, now: Timestamp, report: &mut LoopReport) {
-        let config_map = status_ref(&self.options);
-        // Upstream records these on its status ConfigMap (its log recorder).
-        if plan.scale_up.max_nodes_total_reached {
-            report.events.push(Event {
-                object: config_map.clone(),
-                event_type: EventType::Warning,
-                reason: EventReason::MaxNodesTotalReached,
-                message: format!("Max total nodes in cluster reached: {}", self.options.max_nodes_total),
-            });
-        }
-        for e in &plan.scale_up.expander_events {
-            report.events.push(Event {
-                object: config_map.clone(),
-                event_type: if e.warning { EventType::Warning } else { EventType::Normal },
-                reason: EventReason::Passed(e.reason),
-                message: e.message.clone(),
-            });
-        }
-        if plan.scale_up.result == ScaleUpResult::Successful {
-            let mut done = Vec::new();
-            let calls: Vec<(&GroupIncrease, Arc<dyn NodeGroup>)> = plan
-                .scale_up
-                .increases
-                .iter()
-                .filter_map(|inc| cloud.handles.get(&inc.node_group).map(|h| (inc, h.clone())))
-                .collect();
-            let setting = |inc: &GroupIncrease| {
-                format!(
-                    "Scale-up: setting group {} size to {} instead of {} (max: {})",
-                    inc.node_group, inc.new_size, inc.current_size, inc.max_size
-                )
-            };
-            let results: Vec<(&GroupIncrease, Result<(), CloudProviderError>)> = if self.options.parallel_scale_up {
-                // `--parallel-scale-up`: every group's IncreaseSize at once (balancing across groups).
-                for (inc, _) in &calls {
-                    report.events.push(Event {
-                        object: config_map.clone(),
-                        event_type: EventType::Normal,
-                        reason: EventReason::ScaledUpGroup,
-                        message: setting(inc),
-                    });
-                }
-                futures::future::join_all(
-                    calls.iter().map(|(inc, handle)| async move { (*inc, handle.increase_size(inc.delta).await) }),
-                )
-                .await
-            } else {
-                let mut results = Vec::new();
-                for (inc, handle) in &calls {
-                    report.events.push(Event {
-                        object: config_map.clone(),
-                        event_type: EventType::Normal,
-                        reason: EventReason::ScaledUpGroup,
-                        message: setting(inc),
-                    });
-                    results.push((*inc, handle.increase_size(inc.delta).await));
-                }
-                results
-            };
-            for (inc, result) in results {
-                match result {
-                    Ok(()) => {
-                        let provision = cloud
-                            .group(&inc.node_group)
-                            .map_or(self.options.node_group_defaults.max_node_provision_time, |g| {
-                                g.options.max_node_provision_time
-                            });
-                        self.registry.register_scale_up(&inc.node_group, inc.delta, provision, now);
-                        report.scale_ups.push(inc.clone());
-                        report.events.push(Event {
-                            object: config_map.clone(),
-                            event_type: EventType::Normal,
-                            reason: EventReason::ScaledUpGroup,
-                            message: format!("{} (setting group size succeeded)", setting(inc)),
-                        });
-                        done.push(format!(
-                            "{{{} {}->{} (max: {})}}",
-                            inc.node_group, inc.current_size, inc.new_size, inc.max_size
-                        ));
-                    }
-                    Err(e) => {
-                        self.registry.register_failed_scale_up(&inc.node_group, e.error_type(), &e.to_string(), now);
-                        report.scale_up_failures.push((inc.node_group.clone(), e.to_string()));
-                        report.events.push(Event {
-                            object: config_map.clone(),
-                            event_type: EventType::Warning,
-                            reason: EventReason::FailedToScaleUpGroup,
-                            message: format!("Scale-up failed for group {}: {e}", inc.node_group),
-                        });
-                    }
-                }
-            }
-            if !done.is_empty() {
-                report.scale_ups_called_at = Some(self.clock.now());
-                self.memory.last_scale_up = Some(now);
-                for inc in &plan.scale_up.increases {
-                    self.memory.group_scale_ups.insert(inc.node_group.clone(), now);
-                }
-                for pod in &plan.scale_up.pods_triggered {
-                    let (ns, name) = pod.split_once('/').unwrap_or(("default", pod));
-                    report.events.push(Event {
-                        object: ObjectRef::pod(ns, name),
-                        event_type: EventType::Normal,
-                        reason: EventReason::TriggeredScaleUp,
-                        message: format!("pod triggered scale-up: [{}]", done.join(" ")),
-                    });
-                }
-            }
-        }
-        for p in &plan.scale_up.pods_remain_unschedulable {
-            let (ns, name) = p.pod.split_once('/').unwrap_or(("default", &p.pod));
-            let reasons: Vec<String> = p
-                .by_node_group
-                .values()
-                .flatten()
-                .fold(BTreeMap::new(), |mut m: BTreeMap<&String, usize>, r| {
-                    *m.entry(r).or_insert(0) += 1;
-                    m
-                })
-                .into_iter()
-                .map(|(r, n)| format!("{n} {r}"))
-                .collect();
-            let message = if reasons.is_empty() {
-                format!("pod didn't trigger scale-up: {}", p.reasons.join(", "))
-            } else {
-                format!("pod didn't trigger scale-up: {}", reasons.join(", "))
-            };
-            report.events.push(Event {
-                object: ObjectRef::pod(ns, name),
-                event_type: EventType::Normal,
-                reason: EventReason::NotTriggerScaleUp,
-                message,
-            });
         }
     }
 

@@ -8,7 +8,7 @@ use expander::Expander;
 use k8s_openapi::jiff::Timestamp;
 use simulator::drainability::{Controllers, PdbTracker};
 use simulator::well_known::POD_SCALE_UP_DELAY;
-use simulator::{NodeSet, PodInfo, Resources};
+use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
 
 use super::base_snapshot::BaseBuild;
 use super::classify::Classified;
@@ -24,7 +24,7 @@ use super::scale_down::{ScaleDownContext, plan_scale_down};
 use super::scale_up::filter::filter_out_schedulable;
 use super::scale_up::limits::node_delta;
 use super::scale_up::{ScaleUpContext, plan_min_size_scale_up, plan_scale_up};
-use super::templates::{TemplateSource, build_templates};
+use super::templates::{Template, TemplateSource, build_templates};
 use super::view::ClusterView;
 use crate::config::AutoscalingOptions;
 use cloudprovider::duration::parse_go_duration;
@@ -111,7 +111,34 @@ fn all_pods_very_new(pods: &[Arc<PodInfo>], now: Timestamp) -> bool {
         || (gpu_oldest.is_finite() && gpu_oldest < VERY_NEW_GPU_POD_AGE.as_secs_f64())
 }
 
+/// One decision: the scale-up, then the scale-down planned after it.
 pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
+    decide_scale_up(input, expander).plan_scale_down()
+}
+
+/// A decision halfway: the snapshot and the scale-up plan, the scale-down not planned yet. The
+/// control loop makes the scale-up's `IncreaseSize` calls here, as upstream's `RunOnce` does
+/// before its scale-down planning, so a burst of pending pods does not wait for the scale-down
+/// simulation. Nothing of the scale-up's calls reaches the scale-down planning but the plan
+/// itself: the same plan whether the calls are made in between or not.
+pub struct ScaleUpDecided<'a> {
+    input: &'a DecisionInput<'a>,
+    snapshot: ClusterSnapshot,
+    templates: HashMap<String, Template>,
+    upcoming: NodeSet,
+    scale_up: ScaleUpPlan,
+    /// Whether the scale-down waits for this loop's scale-up (raising groups to their minimum
+    /// does not count, as upstream does that after its scale-down).
+    scale_up_this_loop: bool,
+    registered: usize,
+    pending_count: usize,
+    unprocessed_count: usize,
+    timings: DecideTimings,
+}
+
+/// The first half of a decision: classify the pods, build the snapshot and the templates, and
+/// plan the scale-up.
+pub fn decide_scale_up<'a>(input: &'a DecisionInput<'a>, expander: &mut Expander) -> ScaleUpDecided<'a> {
     let DecisionInput { view, cloud, state, options, memory, now, anticipated } = *input;
     let mut timings = DecideTimings::default();
     let mut laps = crate::core::laps::Laps::start();
@@ -265,78 +292,115 @@ pub fn decide(input: &DecisionInput, expander: &mut Expander) -> Decision {
     scale_up.pods_ignored = ignored;
 
     timings.scale_up = laps.lap();
-
-    // Scale-down.
-    let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
-        (disabled_scale_down("--scale-down-enabled=false"), HashMap::new(), HashMap::new())
-    } else if !state.healthy {
-        (disabled_scale_down("cluster is unhealthy: too many unready nodes"), HashMap::new(), HashMap::new())
-    } else {
-        let controllers = Controllers::new(
-            &view.replicasets,
-            &view.replication_controllers,
-            &view.statefulsets,
-            &view.jobs,
-            &view.daemonsets,
-        );
-        let ctx = ScaleDownContext {
-            view,
-            cloud,
-            state,
-            options,
-            memory,
-            now,
-            controllers: &controllers,
-            pdbs: PdbTracker::new(&view.pdbs),
-            upcoming: &upcoming,
-            scale_up_this_loop: scaled_up || scale_up.result == ScaleUpResult::InCooldown,
-        };
-        let outcome = plan_scale_down(ctx, &mut snapshot);
-        (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
-    };
-    // Back to the base, for the next decision.
-    snapshot.revert();
-    memory.snapshots.keep(snapshot, &view.namespaces);
-
-    timings.find_unneeded = laps.lap();
-    let plan = Plan {
-        time: now.to_string(),
-        cluster: ClusterSummary {
-            nodes: registered,
-            ready_nodes: state.ready,
-            unready_nodes: state.unready,
-            not_started_nodes: state.not_started,
-            pods: view.pods.len(),
-            pending_pods: pending_count,
-            scheduler_unprocessed_pods: unprocessed_count,
-            healthy: state.healthy,
-            node_groups: cloud
-                .groups
-                .iter()
-                .map(|g| {
-                    let gs = state.group(&g.id).cloned().unwrap_or_default();
-                    NodeGroupSummary {
-                        id: g.id.clone(),
-                        min_size: g.min_size,
-                        max_size: g.max_size,
-                        target_size: g.target_size,
-                        ready: gs.ready,
-                        upcoming: gs.upcoming,
-                        healthy: gs.healthy,
-                        template: match templates.get(&g.id).map(|t| &t.source) {
-                            Some(TemplateSource::Node(n)) => format!("node {n}"),
-                            Some(TemplateSource::CloudProvider) => "cloud provider".into(),
-                            Some(TemplateSource::UnreadyNode(n)) => format!("unready node {n}"),
-                            None => "none".into(),
-                        },
-                    }
-                })
-                .collect(),
-        },
+    let scale_up_this_loop = scaled_up || scale_up.result == ScaleUpResult::InCooldown;
+    ScaleUpDecided {
+        input,
+        snapshot,
+        templates,
+        upcoming,
         scale_up,
-        scale_down,
-    };
-    Decision { plan, unneeded_since, unremovable_until, timings }
+        scale_up_this_loop,
+        registered,
+        pending_count,
+        unprocessed_count,
+        timings,
+    }
+}
+
+impl ScaleUpDecided<'_> {
+    /// The scale-up this decision makes (final: the scale-down planning does not change it).
+    pub fn scale_up(&self) -> &ScaleUpPlan {
+        &self.scale_up
+    }
+
+    /// The rest of the decision: the scale-down planning, and the plan.
+    pub fn plan_scale_down(self) -> Decision {
+        let ScaleUpDecided {
+            input,
+            mut snapshot,
+            templates,
+            upcoming,
+            scale_up,
+            scale_up_this_loop,
+            registered,
+            pending_count,
+            unprocessed_count,
+            mut timings,
+        } = self;
+        let DecisionInput { view, cloud, state, options, memory, now, anticipated: _ } = *input;
+        let mut laps = crate::core::laps::Laps::start();
+        // Scale-down.
+        let (scale_down, unneeded_since, unremovable_until) = if !options.scale_down_enabled {
+            (disabled_scale_down("--scale-down-enabled=false"), HashMap::new(), HashMap::new())
+        } else if !state.healthy {
+            (disabled_scale_down("cluster is unhealthy: too many unready nodes"), HashMap::new(), HashMap::new())
+        } else {
+            let controllers = Controllers::new(
+                &view.replicasets,
+                &view.replication_controllers,
+                &view.statefulsets,
+                &view.jobs,
+                &view.daemonsets,
+            );
+            let ctx = ScaleDownContext {
+                view,
+                cloud,
+                state,
+                options,
+                memory,
+                now,
+                controllers: &controllers,
+                pdbs: PdbTracker::new(&view.pdbs),
+                upcoming: &upcoming,
+                scale_up_this_loop,
+            };
+            let outcome = plan_scale_down(ctx, &mut snapshot);
+            (outcome.plan, outcome.unneeded_since, outcome.unremovable_until)
+        };
+        // Back to the base, for the next decision.
+        snapshot.revert();
+        memory.snapshots.keep(snapshot, &view.namespaces);
+
+        timings.find_unneeded = laps.lap();
+        let plan = Plan {
+            time: now.to_string(),
+            cluster: ClusterSummary {
+                nodes: registered,
+                ready_nodes: state.ready,
+                unready_nodes: state.unready,
+                not_started_nodes: state.not_started,
+                pods: view.pods.len(),
+                pending_pods: pending_count,
+                scheduler_unprocessed_pods: unprocessed_count,
+                healthy: state.healthy,
+                node_groups: cloud
+                    .groups
+                    .iter()
+                    .map(|g| {
+                        let gs = state.group(&g.id).cloned().unwrap_or_default();
+                        NodeGroupSummary {
+                            id: g.id.clone(),
+                            min_size: g.min_size,
+                            max_size: g.max_size,
+                            target_size: g.target_size,
+                            ready: gs.ready,
+                            upcoming: gs.upcoming,
+                            healthy: gs.healthy,
+                            template: match templates.get(&g.id).map(|t| &t.source) {
+                                Some(TemplateSource::Node(n)) => format!("node {n}"),
+                                Some(TemplateSource::CloudProvider) => "cloud provider".into(),
+                                Some(TemplateSource::UnreadyNode(n)) => format!("unready node {n}"),
+                                None => "none".into(),
+                            },
+                        }
+                    })
+                    .collect(),
+            },
+            scale_up,
+            scale_down,
+        };
+        Decision { plan, unneeded_since, unremovable_until, timings }
+    }
 }
 
 fn disabled_scale_down(why: &str) -> ScaleDownPlan {
