@@ -57,16 +57,17 @@ pub(super) async fn call_scale_up(
                 inc.node_group, inc.new_size, inc.current_size, inc.max_size
             )
         };
+        // Every call's event first, then the outcomes (either way the calls are made).
+        for (inc, _) in &calls {
+            report.events.push(Event {
+                object: config_map.clone(),
+                event_type: EventType::Normal,
+                reason: EventReason::ScaledUpGroup,
+                message: setting(inc),
+            });
+        }
         let results: Vec<(&GroupIncrease, Result<(), CloudProviderError>)> = if options.parallel_scale_up {
             // `--parallel-scale-up`: every group's IncreaseSize at once (balancing across groups).
-            for (inc, _) in &calls {
-                report.events.push(Event {
-                    object: config_map.clone(),
-                    event_type: EventType::Normal,
-                    reason: EventReason::ScaledUpGroup,
-                    message: setting(inc),
-                });
-            }
             futures::future::join_all(
                 calls.iter().map(|(inc, handle)| async move { (*inc, handle.increase_size(inc.delta).await) }),
             )
@@ -74,12 +75,6 @@ pub(super) async fn call_scale_up(
         } else {
             let mut results = Vec::new();
             for (inc, handle) in &calls {
-                report.events.push(Event {
-                    object: config_map.clone(),
-                    event_type: EventType::Normal,
-                    reason: EventReason::ScaledUpGroup,
-                    message: setting(inc),
-                });
                 results.push((*inc, handle.increase_size(inc.delta).await));
             }
             results
