@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::jiff::Timestamp;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
-use simulator::drainability::{Controllers, DrainContext, PdbTracker, pods_to_move};
+use simulator::drainability::{DrainContext, PdbTracker, pods_to_move};
 use simulator::well_known::{DELAY_DELETION_PREFIX, ENABLE_DS_EVICTION, TO_BE_DELETED_TAINT};
 use simulator::{NodeInfo, PodInfo};
 
@@ -478,13 +478,7 @@ impl Actuator {
                 info.pods.push(Arc::clone(p));
             }
         }
-        let controllers = Controllers::new(
-            &view.replicasets,
-            &view.replication_controllers,
-            &view.statefulsets,
-            &view.jobs,
-            &view.daemonsets,
-        );
+        let controllers = view.controllers();
         // PDBs are enforced by the Eviction API at drain time; the rules here catch pods that
         // may not be evicted at all.
         let pdbs = PdbTracker::new::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&[]);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use expander::Expander;
 use k8s_openapi::jiff::Timestamp;
-use simulator::drainability::{Controllers, PdbTracker};
+use simulator::drainability::PdbTracker;
 use simulator::well_known::POD_SCALE_UP_DELAY;
 use simulator::{ClusterSnapshot, NodeSet, PodInfo, Resources};
 
@@ -335,13 +335,7 @@ impl ScaleUpDecided<'_> {
         } else if !state.healthy {
             (disabled_scale_down("cluster is unhealthy: too many unready nodes"), HashMap::new(), HashMap::new())
         } else {
-            let controllers = Controllers::new(
-                &view.replicasets,
-                &view.replication_controllers,
-                &view.statefulsets,
-                &view.jobs,
-                &view.daemonsets,
-            );
+            let controllers = view.controllers();
             let ctx = ScaleDownContext {
                 view,
                 cloud,

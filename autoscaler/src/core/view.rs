@@ -47,6 +47,17 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
+    /// The view's workload controllers, as drainability rules look pods' owners up.
+    pub fn controllers(&self) -> simulator::drainability::Controllers {
+        simulator::drainability::Controllers::new(
+            &self.replicasets,
+            &self.replication_controllers,
+            &self.statefulsets,
+            &self.jobs,
+            &self.daemonsets,
+        )
+    }
+
     /// The volume index for the snapshot, when the source reports volumes. CSI volume limits
     /// only with `csi_limits` (upstream's `--enable-csi-node-aware-scheduling`, off by default:
     /// without it upstream's snapshot holds no CSINodes, so no node has a known limit).
